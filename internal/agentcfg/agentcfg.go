@@ -1,0 +1,128 @@
+// Package agentcfg defines an agent configuration, the JSON files in a/.
+// Parsing is strict: unknown keys, wrong types and out-of-range values are
+// errors that name the offending key, so a bad write to a/NAME.json fails
+// on that write.
+package agentcfg
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+)
+
+// Agent is one agent configuration.
+type Agent struct {
+	Description string `json:"description,omitempty"`
+	Backend     string `json:"backend,omitempty"` // a name from `backends`; "" = the first
+	Model       string `json:"model,omitempty"`   // "" = the backend's default
+	// Prompt lists the parts of the system prompt, in order.
+	Prompt      []Part   `json:"prompt,omitempty"`
+	Temperature *float64 `json:"temperature,omitempty"`
+	MaxTokens   int      `json:"max_tokens,omitempty"`
+	MaxSteps    int      `json:"max_steps,omitempty"`
+	// Sandbox names the execute_code policy profile (see ollie.json).
+	Sandbox string `json:"sandbox,omitempty"`
+	// Approve lists exact commands an elevated stage may run without asking.
+	Approve []string `json:"approve,omitempty"`
+	// Hooks maps an event name to shell commands run with a JSON payload.
+	Hooks map[string][]string `json:"hooks,omitempty"`
+	// ContextWindow overrides the backend's reported window (tokens).
+	ContextWindow int `json:"context_window,omitempty"`
+	// CompactAt is the fraction of the window at which to compact (0.5–0.95).
+	CompactAt float64 `json:"compact_at,omitempty"`
+	// SpendLimit caps a session's cost in USD; 0 means no cap.
+	SpendLimit float64 `json:"spend_limit_usd,omitempty"`
+	// Concurrency caps the sub-agents one session may run at once.
+	Concurrency int `json:"concurrency,omitempty"`
+}
+
+// Part is one piece of the system prompt: a file in p/, or the output of
+// a command (such as x/prime NAME), rendered with the session's variables.
+type Part struct {
+	File string `json:"file,omitempty"`
+	Exec string `json:"exec,omitempty"`
+}
+
+// Hook events an agent configuration may name.
+var HookEvents = []string{"agentSpawn", "preTurn", "postTurn", "preTool", "postTool", "preCompact", "postCompact", "turnError"}
+
+// ErrIncomplete marks a document that ends too early: not wrong, unfinished.
+var ErrIncomplete = errors.New("incomplete JSON document")
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+
+// Parse decodes and checks an agent configuration.
+func Parse(data []byte) (*Agent, error) {
+	var a Agent
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&a); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) || (errors.Is(err, io.EOF) && len(bytes.TrimSpace(data)) == 0) {
+			return nil, ErrIncomplete
+		}
+		return nil, fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("trailing data after the JSON object")
+	}
+	if err := a.check(); err != nil {
+		return nil, err
+	}
+	return &a, nil
+}
+
+func (a *Agent) check() error {
+	if a.Backend != "" && !nameRE.MatchString(a.Backend) {
+		return fmt.Errorf("backend: bad name %q", a.Backend)
+	}
+	if a.Sandbox != "" && !nameRE.MatchString(a.Sandbox) {
+		return fmt.Errorf("sandbox: bad profile name %q", a.Sandbox)
+	}
+	if t := a.Temperature; t != nil && (*t < 0 || *t > 2) {
+		return fmt.Errorf("temperature: %v is outside 0..2", *t)
+	}
+	if a.MaxTokens < 0 || a.MaxTokens > 1<<20 {
+		return fmt.Errorf("max_tokens: %d is outside 0..1048576", a.MaxTokens)
+	}
+	if a.MaxSteps < 0 || a.MaxSteps > 10000 {
+		return fmt.Errorf("max_steps: %d is outside 0..10000", a.MaxSteps)
+	}
+	if a.CompactAt != 0 && (a.CompactAt < 0.5 || a.CompactAt > 0.95) {
+		return fmt.Errorf("compact_at: %v is outside 0.5..0.95", a.CompactAt)
+	}
+	if a.SpendLimit < 0 || a.ContextWindow < 0 || a.Concurrency < 0 {
+		return errors.New("spend_limit_usd, context_window and concurrency cannot be negative")
+	}
+	for i, p := range a.Prompt {
+		switch {
+		case (p.File == "") == (p.Exec == ""):
+			return fmt.Errorf("prompt[%d]: give exactly one of file or exec", i)
+		case p.File != "" && !nameRE.MatchString(p.File):
+			return fmt.Errorf("prompt[%d]: file %q must be a name in p/", i, p.File)
+		}
+	}
+	for ev, cmds := range a.Hooks {
+		if !known(ev) {
+			return fmt.Errorf("hooks: unknown event %q (want one of %s)", ev, strings.Join(HookEvents, ", "))
+		}
+		for _, c := range cmds {
+			if strings.TrimSpace(c) == "" {
+				return fmt.Errorf("hooks.%s: empty command", ev)
+			}
+		}
+	}
+	return nil
+}
+
+func known(ev string) bool {
+	for _, e := range HookEvents {
+		if e == ev {
+			return true
+		}
+	}
+	return false
+}

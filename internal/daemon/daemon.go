@@ -1,0 +1,225 @@
+// Package daemon runs the ollie server process: it builds the namespace,
+// takes the lock, listens on the unix socket (and TCP when configured),
+// serves 9P, and shuts everything down along one path.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"ollie.dev/ollie/internal/config"
+	"ollie.dev/ollie/internal/ninep"
+	"ollie.dev/ollie/internal/ns"
+	"ollie.dev/ollie/internal/tree"
+)
+
+// Options configure a daemon beyond its Config.
+type Options struct {
+	Log *log.Logger // nil: the standard logger
+	// Extra root entries (sessions, batch jobs) built by other layers.
+	Extra []tree.Entry
+	// Counters are extra stats/ files.
+	Counters []ns.Counter
+}
+
+// Daemon is a running server.
+type Daemon struct {
+	Config *config.Config
+	NS     *ns.NS
+	Server *ninep.Server
+	Start  time.Time
+	log    *log.Logger
+
+	mu        sync.Mutex
+	listeners []net.Listener
+	conns     map[net.Conn]bool
+	onClose   []func() // shutdown handlers, run last first
+	closed    bool
+	done      chan struct{}
+}
+
+// Start builds the tree and begins serving. It fails if another daemon
+// holds the socket.
+func Start(cfg *config.Config, o Options) (*Daemon, error) {
+	d := &Daemon{Config: cfg, Start: time.Now(), log: o.Log, conns: map[net.Conn]bool{}, done: make(chan struct{})}
+	if d.log == nil {
+		d.log = log.Default()
+	}
+	if err := privateDir(filepath.Dir(cfg.Socket)); err != nil {
+		return nil, fmt.Errorf("runtime directory: %v", err)
+	}
+	lk, err := lock(cfg.Socket)
+	if err != nil {
+		return nil, err
+	}
+	d.OnClose(func() { lk.Close(); os.Remove(lk.Name()) })
+
+	counters := append(serverCounters(d), o.Counters...)
+	nsp, err := ns.Build(ns.Options{Config: cfg, Uid: userName(), Start: d.Start, Counters: counters, Extra: o.Extra})
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	d.NS = nsp
+	d.OnClose(func() { nsp.Close() })
+	d.Server = ninep.New(nsp.Root)
+
+	l, err := listenUnix(cfg.Socket)
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	d.serve(l)
+	if cfg.Listen != "" {
+		if err := config.CheckListen(cfg.Listen); err != nil {
+			d.Close()
+			return nil, err
+		}
+		tl, err := net.Listen("tcp", strings.Replace(strings.TrimPrefix(cfg.Listen, "tcp!"), "!", ":", 1))
+		if err != nil {
+			d.Close()
+			return nil, err
+		}
+		d.serve(tl)
+	}
+	if err := writePid(cfg.StateDir); err != nil {
+		d.log.Printf("pid file: %v", err)
+	} else {
+		d.OnClose(func() { os.Remove(filepath.Join(cfg.StateDir, "ollie.pid")) })
+	}
+	return d, nil
+}
+
+// Addrs returns the addresses being served, unix socket first.
+func (d *Daemon) Addrs() []net.Addr {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []net.Addr
+	for _, l := range d.listeners {
+		out = append(out, l.Addr())
+	}
+	return out
+}
+
+func (d *Daemon) serve(l net.Listener) {
+	d.mu.Lock()
+	d.listeners = append(d.listeners, l)
+	d.mu.Unlock()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				if !errors.Is(err, net.ErrClosed) {
+					d.log.Printf("accept: %v", err)
+				}
+				return
+			}
+			if !d.track(c, true) {
+				c.Close()
+				return
+			}
+			go func() {
+				d.Server.ServeConn(c, c)
+				c.Close()
+				d.track(c, false)
+			}()
+		}
+	}()
+}
+
+func (d *Daemon) track(c net.Conn, add bool) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return false
+	}
+	if add {
+		d.conns[c] = true
+	} else {
+		delete(d.conns, c)
+	}
+	return true
+}
+
+// OnClose registers a shutdown handler. Handlers run in reverse order of
+// registration, after listeners and connections are closed.
+func (d *Daemon) OnClose(f func()) {
+	d.mu.Lock()
+	d.onClose = append(d.onClose, f)
+	d.mu.Unlock()
+}
+
+// Close stops serving and runs the shutdown handlers. It is idempotent.
+func (d *Daemon) Close() error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return errClosed
+	}
+	d.closed = true
+	ls, cs, hs := d.listeners, d.conns, d.onClose
+	d.listeners, d.conns, d.onClose = nil, nil, nil
+	d.mu.Unlock()
+	for _, l := range ls {
+		l.Close()
+	}
+	for c := range cs {
+		c.Close()
+	}
+	for i := len(hs) - 1; i >= 0; i-- {
+		hs[i]()
+	}
+	close(d.done)
+	return nil
+}
+
+// Done is closed when the daemon has shut down.
+func (d *Daemon) Done() <-chan struct{} { return d.done }
+
+// Run serves until ctx is done, then shuts down.
+func (d *Daemon) Run(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		d.Close()
+	case <-d.done:
+	}
+	return nil
+}
+
+func userName() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return strconv.Itoa(os.Getuid())
+}
+
+// serverCounters reads d.Server at read time: the server is made after the
+// namespace that shows its counters.
+func serverCounters(d *Daemon) []ns.Counter {
+	st := func() *ninep.Stats { return &d.Server.Stats }
+	return []ns.Counter{
+		{Name: "9p", Doc: "9P requests served, by kind: one 'kind count' line each.", Read: func() string {
+			var b strings.Builder
+			for i, name := range ninep.OpNames {
+				fmt.Fprintf(&b, "%s %d\n", name, st().Ops[i].Load())
+			}
+			return b.String()
+		}},
+		{Name: "bytes", Doc: "Bytes read and written through the tree.", Read: func() string {
+			return fmt.Sprintf("read %d\nwritten %d\n", st().BytesRead.Load(), st().BytesWritten.Load())
+		}},
+		{Name: "conns", Doc: "Open 9P connections.", Read: func() string {
+			return fmt.Sprintf("%d\n", st().Conns.Load())
+		}},
+	}
+}

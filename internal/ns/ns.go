@@ -1,0 +1,186 @@
+// Package ns builds the ollie namespace: the root table of the tree, the
+// on-disk directories with their policies, and the synthesized files
+// (help, backends, t/idx, sk/idx, stats/). Sessions and batch jobs plug in
+// as extra root entries.
+//
+//	help backends         generated
+//	a/ p/ sk/ t/ u/ x/    $XDG_CONFIG_HOME/ollie/...
+//	m/ tr/ tmp/           $XDG_DATA_HOME/ollie/...
+//	s/ b/                 sessions, batch jobs (Options.Extra)
+//	stats/                counters
+package ns
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"9fans.net/go/plan9"
+
+	"ollie.dev/ollie/defaults"
+	"ollie.dev/ollie/internal/agentcfg"
+	"ollie.dev/ollie/internal/config"
+	"ollie.dev/ollie/internal/tree"
+)
+
+// Options configure Build.
+type Options struct {
+	Config *config.Config
+	Uid    string    // owner shown in stats
+	Start  time.Time // daemon start, for uptime and static mtimes
+	// Counters are extra stats/ files (sessions, turns, 9P ops ...).
+	Counters []Counter
+	// Extra root entries (s/, b/) provided by other layers.
+	Extra []tree.Entry
+}
+
+// Counter is one file of stats/.
+type Counter struct {
+	Name string
+	Doc  string
+	Read func() string
+}
+
+// NS is a built namespace.
+type NS struct {
+	Root  *tree.StaticDir
+	FS    *tree.FS
+	roots []*os.Root
+}
+
+// Close releases the directory handles.
+func (n *NS) Close() error {
+	for _, r := range n.roots {
+		r.Close()
+	}
+	return nil
+}
+
+// diskDirs says where each on-disk directory lives and what it allows.
+var diskDirs = []struct {
+	name, mode, doc string
+	data            bool // under DataDir, not ConfigDir
+	pol             tree.DiskPolicy
+}{
+	{"a", "rw", "Agent configurations, NAME.json. Invalid JSON or unknown keys fail the write.", false,
+		tree.DiskPolicy{Create: true, Write: true, Remove: true, Rename: true, Sync: true, Validate: validAgent}},
+	{"p", "r", "Prompt parts, composed into system prompts as agent configurations list them. Edit them on disk.", false,
+		tree.DiskPolicy{}},
+	{"sk", "rw", "Skills: markdown with front matter (name, description).", false,
+		tree.DiskPolicy{Create: true, Write: true, Remove: true, Rename: true, Sync: true, Validate: validSkill}},
+	{"t", "rw, exec", "Tool scripts; a header comment gives description: and args:.", false,
+		tree.DiskPolicy{Create: true, Mkdir: true, Write: true, Remove: true, Rename: true, Exec: true, Sync: true}},
+	{"u", "r, exec", "Utility scripts composed from the primitives here (u/optimize ...).", false,
+		tree.DiskPolicy{Exec: true}},
+	{"x", "r, exec", "Plugins the daemon itself invokes (x/elevate, x/prime).", false,
+		tree.DiskPolicy{Exec: true}},
+	{"m", "rw", "Memory notes; persistent, outside any session.", true,
+		tree.DiskPolicy{Create: true, Mkdir: true, Write: true, Remove: true, Rename: true, Sync: true}},
+	{"tr", "r, rm", "Transcripts of ended sessions.", true,
+		tree.DiskPolicy{Remove: true}},
+	{"tmp", "rw", "Scratch space shared by sessions; never wiped behind your back.", true,
+		tree.DiskPolicy{Create: true, Mkdir: true, Write: true, Remove: true, Rename: true}},
+}
+
+// Build creates the directories (installing shipped defaults without
+// overwriting edits) and assembles the root table.
+func Build(o Options) (*NS, error) {
+	c := o.Config
+	for _, d := range []string{c.ConfigDir, c.DataDir} {
+		if err := os.MkdirAll(d, 0700); err != nil {
+			return nil, fmt.Errorf("make %s: %v", d, err)
+		}
+	}
+	if _, err := defaults.Install(c.ConfigDir, "a", "p", "sk", "t", "u", "x", "s"); err != nil {
+		return nil, fmt.Errorf("install defaults in %s: %v", c.ConfigDir, err)
+	}
+	fs := &tree.FS{Qids: tree.NewQids(), Uid: o.Uid, Mtime: uint32(o.Start.Unix())}
+	n := &NS{FS: fs}
+	root := fs.NewDir("/", 0555, 0)
+	root.Add(tree.Entry{Name: "help", Mode: "r", Doc: "How to use the tree (this file), generated from the tables that define it.",
+		Node: fs.Text("help", func() ([]byte, error) { return renderHelp(root), nil })})
+	root.Add(tree.Entry{Name: "backends", Mode: "r", Doc: "One line per backend: name kind base-url default-model (never keys).",
+		Node: fs.Text("backends", func() ([]byte, error) { return renderBackends(c.Backends), nil })})
+	for _, d := range diskDirs {
+		base := c.ConfigDir
+		if d.data {
+			base = c.DataDir
+		}
+		dir := filepath.Join(base, d.name)
+		if err := os.MkdirAll(dir, 0700); err != nil {
+			n.Close()
+			return nil, fmt.Errorf("make %s: %v", dir, err)
+		}
+		r, err := os.OpenRoot(dir)
+		if err != nil {
+			n.Close()
+			return nil, err
+		}
+		n.roots = append(n.roots, r)
+		pol := d.pol
+		switch d.name {
+		case "t":
+			pol.Synth = []tree.Entry{{Name: "idx", Mode: "r", Doc: "One line per tool: name: description; args: ...",
+				Node: fs.Text("idx", func() ([]byte, error) { return toolIdx(r), nil })}}
+		case "sk":
+			pol.Synth = []tree.Entry{{Name: "idx", Mode: "r", Doc: "One line per skill: name: description",
+				Node: fs.Text("idx", func() ([]byte, error) { return skillIdx(r), nil })}}
+		}
+		root.Add(tree.Entry{Name: d.name, Mode: d.mode, Doc: d.doc, Node: fs.NewDiskDir(d.name, r, &pol)})
+	}
+	for _, e := range o.Extra {
+		root.Add(e)
+	}
+	root.Add(tree.Entry{Name: "stats", Mode: "r", Doc: "Daemon counters, one file each.", Node: statsDir(fs, o)})
+	n.Root = root
+	return n, nil
+}
+
+func renderBackends(bs []config.Backend) []byte {
+	var b strings.Builder
+	for _, be := range bs {
+		model := be.Model
+		if model == "" {
+			model = "-"
+		}
+		fmt.Fprintf(&b, "%s %s %s %s\n", be.Name, be.Kind, orDash(be.BaseURL), model)
+	}
+	return []byte(b.String())
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func validAgent(name string, data []byte) error {
+	_, err := agentcfg.Parse(data)
+	switch {
+	case err == agentcfg.ErrIncomplete:
+		return tree.ErrIncomplete
+	case err != nil:
+		return badContent(name, err)
+	}
+	return nil
+}
+
+func statsDir(fs *tree.FS, o Options) *tree.StaticDir {
+	d := fs.NewDir("stats", 0555, 0)
+	d.Add(tree.Entry{Name: "uptime", Mode: "r", Doc: "Seconds since the daemon started.",
+		Node: fs.Text("uptime", func() ([]byte, error) {
+			return fmt.Appendf(nil, "%d\n", int(time.Since(o.Start).Seconds())), nil
+		})})
+	for _, c := range o.Counters {
+		c := c
+		d.Add(tree.Entry{Name: c.Name, Mode: "r", Doc: c.Doc,
+			Node: fs.Text(c.Name, func() ([]byte, error) { return []byte(c.Read()), nil })})
+	}
+	return d
+}
+
+var _ tree.Dir = (*tree.StaticDir)(nil)
+var _ = plan9.DMDIR

@@ -1,0 +1,329 @@
+package tree
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log"
+	"os"
+	"path"
+	"regexp"
+	"strconv"
+	"sync"
+	"time"
+
+	"9fans.net/go/plan9"
+
+	"ollie.dev/ollie/internal/errs"
+)
+
+// DiskFile is a regular file of an on-disk directory.
+type DiskFile struct {
+	dir  *DiskDir
+	rel  string
+	name string
+}
+
+func (f *DiskFile) Stat() (plan9.Dir, error) {
+	fi, err := f.dir.root.Stat(f.rel)
+	if err != nil {
+		return plan9.Dir{}, diskErr(f.name, err)
+	}
+	return f.dir.fs.diskStat(f.name, fi, f.dir.pol), nil
+}
+
+func (f *DiskFile) Open(ctx context.Context, mode uint8) (Handle, error) {
+	pol := f.dir.pol
+	write := mode&3 == plan9.OWRITE || mode&3 == plan9.ORDWR || mode&plan9.OTRUNC != 0
+	if write && !pol.Write {
+		return nil, errs.E(errs.Permission, f.name+" is read-only")
+	}
+	flag := os.O_RDONLY
+	switch mode & 3 {
+	case plan9.OWRITE:
+		flag = os.O_WRONLY
+	case plan9.ORDWR:
+		flag = os.O_RDWR
+	}
+	if mode&plan9.OTRUNC != 0 && pol.Validate == nil {
+		flag |= os.O_TRUNC
+	}
+	if pol.Validate != nil && write {
+		flag = os.O_RDWR // the handle needs the current content to validate against
+	}
+	fh, err := f.dir.root.OpenFile(f.rel, flag, 0)
+	if err != nil {
+		return nil, diskErr(f.name, err)
+	}
+	return f.handle(fh, mode, false)
+}
+
+func (f *DiskFile) handle(fh *os.File, mode uint8, created bool) (Handle, error) {
+	pol := f.dir.pol
+	if pol.Validate == nil {
+		return &diskHandle{f: fh, sync: pol.Sync}, nil
+	}
+	h := &validHandle{file: f, f: fh, created: created}
+	if mode&plan9.OTRUNC == 0 && !created {
+		b, err := io.ReadAll(fh)
+		if err != nil {
+			fh.Close()
+			return nil, diskErr(f.name, err)
+		}
+		h.buf = b
+	}
+	return h, nil
+}
+
+func (f *DiskFile) Remove(ctx context.Context) error {
+	if !f.dir.pol.Remove {
+		return errs.E(errs.Permission, "cannot remove files in "+f.dir.name)
+	}
+	if err := f.dir.root.Remove(f.rel); err != nil {
+		return diskErr(f.name, err)
+	}
+	f.dir.syncDir()
+	return nil
+}
+
+func (f *DiskFile) Wstat(ctx context.Context, d *plan9.Dir) error {
+	pol := f.dir.pol
+	if d.Length != ^uint64(0) {
+		if !pol.Write {
+			return errs.E(errs.Permission, f.name+" is read-only")
+		}
+		if pol.Validate != nil {
+			return errs.E(errs.Invalid, f.name+": truncate an open file, or write new content")
+		}
+		fh, err := f.dir.root.OpenFile(f.rel, os.O_WRONLY, 0)
+		if err != nil {
+			return diskErr(f.name, err)
+		}
+		err = fh.Truncate(int64(d.Length))
+		if err == nil && pol.Sync {
+			err = fh.Sync()
+		}
+		fh.Close()
+		if err != nil {
+			return diskErr(f.name, err)
+		}
+	}
+	if d.Mode != ^plan9.Perm(0) {
+		if !pol.Write {
+			return errs.E(errs.Permission, f.name+" is read-only")
+		}
+		if err := f.dir.root.Chmod(f.rel, os.FileMode(d.Mode&0777)); err != nil {
+			return diskErr(f.name, err)
+		}
+	}
+	if d.Mtime != ^uint32(0) && pol.Write {
+		t := time.Unix(int64(d.Mtime), 0)
+		if err := f.dir.root.Chtimes(f.rel, t, t); err != nil {
+			return diskErr(f.name, err)
+		}
+	}
+	if d.Name != "" && d.Name != f.name {
+		return f.parent().rename(f.rel, d.Name)
+	}
+	return nil
+}
+
+func (f *DiskFile) parent() *DiskDir {
+	rel := path.Dir(f.rel)
+	if rel == "." {
+		return &DiskDir{fs: f.dir.fs, root: f.dir.root, rel: ".", name: f.dir.name, pol: f.dir.pol}
+	}
+	return &DiskDir{fs: f.dir.fs, root: f.dir.root, rel: rel, name: path.Base(rel), pol: f.dir.pol}
+}
+
+// diskHandle is an open plain disk file. Each write is on disk (and with
+// Sync, fsync'd) before it is acknowledged.
+type diskHandle struct {
+	f    *os.File
+	sync bool
+}
+
+func (h *diskHandle) ReadAt(_ context.Context, p []byte, off int64) (int, error) {
+	n, err := h.f.ReadAt(p, off)
+	if err == io.EOF {
+		err = nil
+	}
+	return n, err
+}
+
+func (h *diskHandle) WriteAt(_ context.Context, p []byte, off int64) (int, error) {
+	n, err := h.f.WriteAt(p, off)
+	if err == nil && h.sync {
+		err = h.f.Sync()
+	}
+	if err != nil {
+		return n, diskErr(path.Base(h.f.Name()), err)
+	}
+	return n, nil
+}
+
+// Truncate serves a wstat of length on the open file.
+func (h *diskHandle) Truncate(size int64) error {
+	err := h.f.Truncate(size)
+	if err == nil && h.sync {
+		err = h.f.Sync()
+	}
+	return err
+}
+
+func (h *diskHandle) Close() error { return h.f.Close() }
+
+// Sync makes the file durable (a null wstat: the 9P fsync).
+func (h *diskHandle) Sync() error { return h.f.Sync() }
+
+// validHandle is an open file of a validated directory (a/). The content
+// is kept whole in buf; each write is validated against the content it
+// would produce and, when valid, replaces the file atomically before the
+// write returns. An invalid write fails and leaves buf and the disk as
+// they were.
+type validHandle struct {
+	file    *DiskFile
+	mu      sync.Mutex
+	f       *os.File
+	buf     []byte
+	created bool // made by this open: removed again if nothing valid lands
+	landed  bool // some content was committed
+	pending bool // buf holds an unfinished document not yet on disk
+}
+
+func (h *validHandle) ReadAt(_ context.Context, p []byte, off int64) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if off >= int64(len(h.buf)) {
+		return 0, nil
+	}
+	return copy(p, h.buf[off:]), nil
+}
+
+const maxValidated = 1 << 20
+
+func (h *validHandle) WriteAt(_ context.Context, p []byte, off int64) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	end := off + int64(len(p))
+	if end > maxValidated {
+		return 0, errs.E(errs.TooLarge, h.file.name+": over 1 MiB")
+	}
+	next := make([]byte, max(int64(len(h.buf)), end))
+	copy(next, h.buf)
+	copy(next[off:], p)
+	err := h.file.dir.pol.Validate(h.file.name, next)
+	switch {
+	case err == nil:
+		if err := h.commit(next); err != nil {
+			return 0, err
+		}
+		h.pending = false
+	case errors.Is(err, ErrIncomplete):
+		h.pending = true
+	default:
+		return 0, err
+	}
+	h.buf = next
+	return len(p), nil
+}
+
+// Truncate serves a wstat of length on the open file: the content is
+// replaced by the next complete write.
+func (h *validHandle) Truncate(size int64) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if size > int64(len(h.buf)) {
+		return errs.E(errs.Invalid, "cannot extend "+h.file.name)
+	}
+	h.buf = h.buf[:size]
+	h.pending = size > 0
+	return nil
+}
+
+var tmpSeq struct {
+	sync.Mutex
+	n int
+}
+
+// commit replaces the file with data: temp file, fsync, rename, fsync dir.
+func (h *validHandle) commit(data []byte) error {
+	d := h.file.parent()
+	tmpSeq.Lock()
+	tmpSeq.n++
+	tmp := d.child(".tmp-" + strconv.Itoa(os.Getpid()) + "-" + strconv.Itoa(tmpSeq.n))
+	tmpSeq.Unlock()
+	fi, err := d.root.Stat(h.file.rel)
+	if err != nil {
+		return diskErr(h.file.name, err)
+	}
+	if err := writeSync(d.root, tmp, data, fi.Mode().Perm()); err != nil {
+		d.root.Remove(tmp)
+		return diskErr(h.file.name, err)
+	}
+	oldPath := h.file.dir.fs.Qids.pathOf(fi)
+	if err := d.root.Rename(tmp, h.file.rel); err != nil {
+		d.root.Remove(tmp)
+		return diskErr(h.file.name, err)
+	}
+	if nfi, err := d.root.Stat(h.file.rel); err == nil {
+		h.file.dir.fs.Qids.rebind(oldPath, nfi) // the file keeps its identity
+	}
+	d.syncDir()
+	h.landed = true
+	return nil
+}
+
+func writeSync(root *os.Root, name string, data []byte, perm os.FileMode) error {
+	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// Sync reports content that was written but is not on disk because it
+// never became a complete, valid document.
+func (h *validHandle) Sync() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.pending {
+		return errs.E(errs.Invalid, h.file.name+": unfinished content is not saved")
+	}
+	return nil
+}
+
+func (h *validHandle) Close() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.pending {
+		log.Printf("%s: unfinished content discarded at close", h.file.rel)
+	}
+	if h.created && !h.landed {
+		h.file.dir.root.Remove(h.file.rel)
+	}
+	return h.f.Close()
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+
+// validName reports whether name may be created: [A-Za-z0-9._-]+, not . or
+// .., at most 255 bytes.
+func validName(name string) bool {
+	return len(name) <= 255 && nameRE.MatchString(name) && name != "." && name != ".."
+}
+
+func quote(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "..."
+	}
+	return strconv.Quote(s)
+}
