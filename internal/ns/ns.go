@@ -98,7 +98,7 @@ func Build(o Options) (*NS, error) {
 	}
 	fs := &tree.FS{Qids: tree.NewQids(), Uid: o.Uid, Mtime: uint32(o.Start.Unix())}
 	n := &NS{FS: fs}
-	root := fs.NewDir("/", 0555, 0)
+	root := fs.NewRoot(0555)
 	root.Add(tree.Entry{Name: "help", Mode: "r", Doc: "How to use the tree (this file), generated from the tables that define it.",
 		Node: fs.Text("help", func() ([]byte, error) { return renderHelp(root), nil })})
 	root.Add(tree.Entry{Name: "backends", Mode: "r", Doc: "One line per backend: name kind base-url default-model (never keys).",
@@ -169,7 +169,7 @@ func validAgent(name string, data []byte) error {
 }
 
 func statsDir(fs *tree.FS, o Options) *tree.StaticDir {
-	d := fs.NewDir("stats", 0555, 0)
+	d := fs.NewDir("stats", 0555)
 	d.Add(tree.Entry{Name: "uptime", Mode: "r", Doc: "Seconds since the daemon started.",
 		Node: fs.Text("uptime", func() ([]byte, error) {
 			return fmt.Appendf(nil, "%d\n", int(time.Since(o.Start).Seconds())), nil

@@ -34,11 +34,17 @@ type StaticDir struct {
 	index   map[string]int
 }
 
-// NewDir builds a directory from a table. path 0 asks for a fresh qid.
-func (fs *FS) NewDir(name string, perm plan9.Perm, path uint64, entries ...Entry) *StaticDir {
-	if path == 0 {
-		path = fs.Qids.Next()
-	}
+// NewDir builds a directory from a table.
+func (fs *FS) NewDir(name string, perm plan9.Perm, entries ...Entry) *StaticDir {
+	return fs.newDir(name, perm, fs.Qids.Next(), entries)
+}
+
+// NewRoot builds the root directory, whose qid path is 0.
+func (fs *FS) NewRoot(perm plan9.Perm, entries ...Entry) *StaticDir {
+	return fs.newDir("/", perm, 0, entries)
+}
+
+func (fs *FS) newDir(name string, perm plan9.Perm, path uint64, entries []Entry) *StaticDir {
 	d := &StaticDir{fs: fs, name: name, perm: perm | plan9.DMDIR, path: path, index: map[string]int{}}
 	for _, e := range entries {
 		d.Add(e)
