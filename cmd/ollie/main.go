@@ -62,6 +62,12 @@ func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
+// exitCode ends a command with a status and no further message (the
+// command has already said what it had to).
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
 func main() {
 	os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
@@ -122,6 +128,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func exitStatus(stderr io.Writer, name string, err error, usage func()) int {
 	if err == nil {
 		return 0
+	}
+	var ec exitCode
+	if errors.As(err, &ec) {
+		return int(ec)
 	}
 	var ue usageError
 	if errors.As(err, &ue) {

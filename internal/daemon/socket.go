@@ -106,3 +106,13 @@ func writePid(stateDir string) error {
 }
 
 var errClosed = errors.New("daemon closed")
+
+// LockPid returns the pid written in the daemon lock next to socket, or 0.
+func LockPid(socket string) int {
+	b, err := os.ReadFile(socket + ".lock")
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid
+}

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"log"
+	"os"
+
+	"ollie.dev/ollie/internal/config"
+	"ollie.dev/ollie/internal/daemon"
+)
+
+// serverFlags are the flags serve and start share; they override the
+// config file.
+type serverFlags struct {
+	socket string
+	listen string
+	mount  string
+	nomnt  bool
+}
+
+func (f *serverFlags) declare(fs *flag.FlagSet, mountDoc string) {
+	fs.StringVar(&f.socket, "socket", "", "serve on the unix socket `PATH` (default $XDG_RUNTIME_DIR/ollie/ollie.sock)")
+	fs.StringVar(&f.listen, "listen", "", "also serve 9P on TCP `ADDR` (loopback only until authentication exists)")
+	fs.StringVar(&f.mount, "mount", "", mountDoc)
+}
+
+func (f *serverFlags) apply(c *config.Config) error {
+	if f.socket != "" {
+		c.Socket = absPath(f.socket)
+	}
+	if f.listen != "" {
+		if err := config.CheckListen(f.listen); err != nil {
+			return usagef("-listen: %v", err)
+		}
+		c.Listen = f.listen
+	}
+	return nil
+}
+
+func absPath(p string) string {
+	if a, err := absolute(p); err == nil {
+		return a
+	}
+	return p
+}
+
+var serveFlags serverFlags
+
+func init() {
+	register(&command{
+		name:  "serve",
+		args:  "[-socket PATH] [-listen ADDR] [-mount DIR]",
+		short: "run the daemon in the foreground",
+		long: `Serve the ollie tree over 9P on a unix socket (mode 0600 in a 0700
+directory) until interrupted. With -mount, also mount the tree at DIR
+through FUSE in the same process; it is unmounted on exit.`,
+		flags: func(fs *flag.FlagSet) {
+			serveFlags.declare(fs, "also mount the tree at `DIR` through FUSE")
+		},
+		run: runServe,
+	})
+}
+
+func runServe(ctx context.Context, env *Env, args []string) error {
+	if len(args) > 0 {
+		return usagef("unexpected argument %q", args[0])
+	}
+	if err := serveFlags.apply(env.Config); err != nil {
+		return err
+	}
+	logger := log.New(env.Stderr, "ollie: ", log.LstdFlags)
+	d, err := daemon.Start(env.Config, daemon.Options{Log: logger})
+	if err != nil {
+		return err
+	}
+	for _, a := range d.Addrs() {
+		logger.Printf("serving 9P on %s!%s (pid %d)", a.Network(), a.String(), os.Getpid())
+	}
+	if serveFlags.mount != "" {
+		stop, err := mountInProcess(ctx, env, absPath(serveFlags.mount), env.Config.Socket)
+		if err != nil {
+			d.Close()
+			return err
+		}
+		d.OnClose(stop)
+		logger.Printf("mounted on %s", absPath(serveFlags.mount))
+	}
+	err = d.Run(ctx)
+	logger.Printf("stopped")
+	return err
+}
