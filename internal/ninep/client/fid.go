@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"io"
+	"sync/atomic"
 
 	"9fans.net/go/plan9"
 
@@ -21,6 +22,8 @@ type Fid struct {
 	mode   int16 // open mode, -1 while not open
 
 	diroff int64 // next Dirread offset; srv9p insists on sequential directory reads
+
+	ended atomic.Bool // clunked or removed
 }
 
 // Attach introduces uname to the server and returns a fid for the root of

@@ -73,6 +73,11 @@ func (f *Fid) Remove(ctx context.Context) error {
 }
 
 func (f *Fid) end(ttype uint8, ctx context.Context) error {
+	// A second Clunk must not free the fid number twice: two later fids
+	// would share it.
+	if !f.ended.CompareAndSwap(false, true) {
+		return errs.E(errs.Invalid, "fid already clunked")
+	}
 	c := f.c
 	cl, err := c.get(ttype)
 	if err != nil {
@@ -83,6 +88,8 @@ func (f *Fid) end(ttype uint8, ctx context.Context) error {
 	err = c.rpc(ctx, cl, nil)
 	if err == nil || !errs.Is(err, errs.Interrupted) {
 		c.freeFid(f.num)
+	} else {
+		f.ended.Store(false) // flushed: the fid lives on
 	}
 	return err
 }
