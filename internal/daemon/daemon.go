@@ -20,13 +20,18 @@ import (
 	"ollie.dev/ollie/internal/config"
 	"ollie.dev/ollie/internal/ninep"
 	"ollie.dev/ollie/internal/ns"
+	"ollie.dev/ollie/internal/session"
 	"ollie.dev/ollie/internal/tree"
 )
 
 // Options configure a daemon beyond its Config.
 type Options struct {
 	Log *log.Logger // nil: the standard logger
-	// Extra root entries (sessions, batch jobs) built by other layers.
+	// Runner runs the turns of sessions (the agent loop).
+	Runner session.Runner
+	// Models lists the models of a session's backend, for s/<id>/models.
+	Models func(ctx context.Context, s *session.Session) ([]string, error)
+	// Extra root entries (batch jobs) built by other layers.
 	Extra []tree.Entry
 	// Counters are extra stats/ files.
 	Counters []ns.Counter
@@ -36,8 +41,9 @@ type Options struct {
 type Daemon struct {
 	Config *config.Config
 	NS     *ns.NS
-	Server *ninep.Server
-	Start  time.Time
+	Server   *ninep.Server
+	Sessions *session.Manager
+	Start    time.Time
 	log    *log.Logger
 
 	mu        sync.Mutex
@@ -64,8 +70,21 @@ func Start(cfg *config.Config, o Options) (*Daemon, error) {
 	}
 	d.OnClose(func() { lk.Close(); os.Remove(lk.Name()) })
 
-	counters := append(serverCounters(d), o.Counters...)
-	nsp, err := ns.Build(ns.Options{Config: cfg, Uid: userName(), Start: d.Start, Counters: counters, Extra: o.Extra})
+	mgr, err := session.Open(session.Options{
+		Dir: filepath.Join(cfg.DataDir, "s"), TrDir: filepath.Join(cfg.DataDir, "tr"),
+		Runner: o.Runner, CheckAgent: agentChecker(cfg), CheckBackend: backendChecker(cfg),
+		Logf: d.log.Printf,
+	})
+	if err != nil {
+		d.Close()
+		return nil, fmt.Errorf("sessions: %v", err)
+	}
+	d.Sessions = mgr
+	d.OnClose(mgr.Close)
+	counters := append(serverCounters(d), sessionCounters(mgr)...)
+	counters = append(counters, o.Counters...)
+	nsp, err := ns.Build(ns.Options{Config: cfg, Uid: userName(), Start: d.Start, Counters: counters,
+		Sessions: &ns.Sessions{M: mgr, Models: o.Models}, Extra: o.Extra})
 	if err != nil {
 		d.Close()
 		return nil, err

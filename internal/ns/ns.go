@@ -32,7 +32,9 @@ type Options struct {
 	Start  time.Time // daemon start, for uptime and static mtimes
 	// Counters are extra stats/ files (sessions, turns, 9P ops ...).
 	Counters []Counter
-	// Extra root entries (s/, b/) provided by other layers.
+	// Sessions, if set, is served as s/.
+	Sessions *Sessions
+	// Extra root entries (b/ ...) provided by other layers.
 	Extra []tree.Entry
 }
 
@@ -129,6 +131,22 @@ func Build(o Options) (*NS, error) {
 				Node: fs.Text("idx", func() ([]byte, error) { return skillIdx(r), nil })}}
 		}
 		root.Add(tree.Entry{Name: d.name, Mode: d.mode, Doc: d.doc, Node: fs.NewDiskDir(d.name, r, &pol)})
+	}
+	if o.Sessions != nil {
+		sdir := filepath.Join(c.ConfigDir, "s")
+		if err := os.MkdirAll(sdir, 0700); err != nil {
+			n.Close()
+			return nil, err
+		}
+		r, err := os.OpenRoot(sdir)
+		if err != nil {
+			n.Close()
+			return nil, err
+		}
+		n.roots = append(n.roots, r)
+		scripts := fs.NewDiskDir("s", r, &tree.DiskPolicy{Exec: true})
+		root.Add(tree.Entry{Name: "s", Mode: "dir", Doc: "Sessions, and the session scripts (sh b bfg bbg ls kill cleanup).",
+			Node: newSessionsDir(fs, *o.Sessions, scripts)})
 	}
 	for _, e := range o.Extra {
 		root.Add(e)

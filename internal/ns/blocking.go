@@ -1,0 +1,160 @@
+package ns
+
+import (
+	"context"
+	"io"
+	"os"
+	"sync"
+
+	"ollie.dev/ollie/internal/errs"
+	"ollie.dev/ollie/internal/session"
+	"ollie.dev/ollie/internal/tree"
+)
+
+var (
+	errWriteOnly = errs.E(errs.Permission, "file is write-only")
+	errReadOnly  = errs.E(errs.Permission, "file is read-only")
+)
+
+// answerHandle serves a blocking file whose answer is computed by a read
+// at offset 0 (which may block until ctx is done); reads further on serve
+// the rest of that answer. Reading at 0 again asks again.
+type answerHandle struct {
+	ask func(ctx context.Context) ([]byte, error)
+
+	mu   sync.Mutex
+	last []byte
+}
+
+func (h *answerHandle) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if off == 0 {
+		b, err := h.ask(ctx)
+		if err != nil {
+			return 0, err
+		}
+		h.last = b
+	}
+	if off >= int64(len(h.last)) {
+		return 0, nil
+	}
+	return copy(p, h.last[off:]), nil
+}
+
+func (h *answerHandle) WriteAt(context.Context, []byte, int64) (int, error) { return 0, errReadOnly }
+func (h *answerHandle) Close() error                                        { return nil }
+
+// statewaitHandle: each read at offset 0 blocks until the state differs
+// from the one last seen on this open (at first, the one at open).
+func statewaitHandle(s *session.Session) tree.Handle {
+	seen, _ := s.State()
+	var mu sync.Mutex
+	return &answerHandle{ask: func(ctx context.Context) ([]byte, error) {
+		mu.Lock()
+		from := seen
+		mu.Unlock()
+		st, err := s.WaitChange(from, ctx.Done())
+		if err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		seen = st
+		mu.Unlock()
+		return []byte(string(st) + "\n"), nil
+	}}
+}
+
+// waitHandle blocks until the session is settled; it then says the state
+// and, if the last turn failed, why.
+func waitHandle(s *session.Session) tree.Handle {
+	return &answerHandle{ask: func(ctx context.Context) ([]byte, error) {
+		st, why, err := s.Wait(ctx.Done())
+		if err != nil {
+			return nil, err
+		}
+		if why != "" {
+			return []byte(string(st) + ": " + why + "\n"), nil
+		}
+		return []byte(string(st) + "\n"), nil
+	}}
+}
+
+// followHandle reads an append-only log and, at its end, blocks until it
+// grows (events). The session's Changed channel signals growth.
+type followHandle struct {
+	s    *session.Session
+	path string
+
+	mu sync.Mutex
+	f  *os.File
+}
+
+func (h *followHandle) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	for {
+		ch := h.s.Changed()
+		n, err := h.readAt(p, off)
+		if n > 0 || (err != nil && err != io.EOF) {
+			return n, err
+		}
+		if h.s.Removed() {
+			return 0, nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return 0, errs.E(errs.Interrupted)
+		}
+	}
+}
+
+func (h *followHandle) readAt(p []byte, off int64) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.f == nil {
+		f, err := os.Open(h.path)
+		if os.IsNotExist(err) {
+			return 0, io.EOF
+		}
+		if err != nil {
+			return 0, err
+		}
+		h.f = f
+	}
+	return h.f.ReadAt(p, off)
+}
+
+func (h *followHandle) WriteAt(context.Context, []byte, int64) (int, error) { return 0, errReadOnly }
+
+func (h *followHandle) Close() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.f != nil {
+		return h.f.Close()
+	}
+	return nil
+}
+
+// fileHandle serves a file on disk read-only (chat).
+type fileHandle struct{ f *os.File }
+
+func openFileHandle(path string) (tree.Handle, error) {
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		return &tree.Snapshot{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &fileHandle{f}, nil
+}
+
+func (h *fileHandle) ReadAt(_ context.Context, p []byte, off int64) (int, error) {
+	n, err := h.f.ReadAt(p, off)
+	if err == io.EOF {
+		err = nil
+	}
+	return n, err
+}
+func (h *fileHandle) WriteAt(context.Context, []byte, int64) (int, error) { return 0, errReadOnly }
+func (h *fileHandle) Close() error                                        { return h.f.Close() }

@@ -1,0 +1,104 @@
+package ns
+
+import (
+	"context"
+	"strconv"
+
+	"9fans.net/go/plan9"
+
+	"ollie.dev/ollie/internal/errs"
+	"ollie.dev/ollie/internal/session"
+	"ollie.dev/ollie/internal/tree"
+)
+
+// sessionDir is s/<id>/. Its files come from sessionTable; their qids are
+// a block allocated once per session, so they are stable across walks.
+type sessionDir struct {
+	parent *sessionsDir
+	s      *session.Session
+	base   uint64 // qid of the directory; file i of the table is base+1+i
+	name   string // as walked: the id or the name
+}
+
+func (d *sessionDir) Stat() (plan9.Dir, error) {
+	if d.s.Removed() {
+		return plan9.Dir{}, errs.E(errs.NotExist, "session ended")
+	}
+	fs := d.parent.fs
+	return plan9.Dir{Qid: plan9.Qid{Path: d.base, Type: plan9.QTDIR}, Mode: plan9.DMDIR | 0755, Name: d.name,
+		Uid: fs.Uid, Gid: fs.Uid, Muid: fs.Uid, Mtime: fs.Mtime, Atime: fs.Mtime}, nil
+}
+
+func (d *sessionDir) Walk(name string) (tree.Node, error) {
+	for i := range sessionTable {
+		if sessionTable[i].name == name {
+			return &sessFile{d: d, spec: &sessionTable[i], path: d.base + 1 + uint64(i)}, nil
+		}
+	}
+	return nil, errs.E(errs.NotExist, name)
+}
+
+func (d *sessionDir) List() ([]plan9.Dir, error) {
+	out := make([]plan9.Dir, 0, len(sessionTable))
+	for i := range sessionTable {
+		st, _ := (&sessFile{d: d, spec: &sessionTable[i], path: d.base + 1 + uint64(i)}).Stat()
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// Remove ends the session (rmdir, or the last step of rm -r).
+func (d *sessionDir) Remove(ctx context.Context) error {
+	return d.parent.hooks.M.Remove(d.s.ID())
+}
+
+// Wstat with a new name renames the session (mv s/a s/b).
+func (d *sessionDir) Wstat(ctx context.Context, st *plan9.Dir) error {
+	if st.Name == "" || st.Name == d.name {
+		return nil
+	}
+	return d.parent.hooks.M.Rename(d.s.ID(), st.Name)
+}
+
+// fileSpec is one row of the session table.
+type fileSpec struct {
+	name string
+	perm plan9.Perm
+	mode string // for help
+	doc  string
+	open func(d *sessionDir, mode uint8) (tree.Handle, error)
+	// stat, if set, fills in length and version.
+	stat func(s *session.Session, st *plan9.Dir)
+}
+
+// sessFile is one file of a session directory.
+type sessFile struct {
+	d    *sessionDir
+	spec *fileSpec
+	path uint64
+}
+
+func (f *sessFile) Stat() (plan9.Dir, error) {
+	fs := f.d.parent.fs
+	st := plan9.Dir{Qid: plan9.Qid{Path: f.path, Type: uint8(f.spec.perm >> 24)}, Mode: f.spec.perm, Name: f.spec.name,
+		Uid: fs.Uid, Gid: fs.Uid, Muid: fs.Uid, Mtime: fs.Mtime, Atime: fs.Mtime}
+	if f.spec.stat != nil {
+		f.spec.stat(f.d.s, &st)
+	}
+	return st, nil
+}
+
+func (f *sessFile) Open(ctx context.Context, mode uint8) (tree.Handle, error) {
+	if f.d.s.Removed() {
+		return nil, errs.E(errs.NotExist, "session ended")
+	}
+	return f.spec.open(f.d, mode)
+}
+
+// Remove of a file in a session does nothing: rm -r s/<id> removes the
+// files before the directory, and removing the directory ends the session.
+func (f *sessFile) Remove(ctx context.Context) error { return nil }
+
+func text(b []byte) (tree.Handle, error) { return &tree.Snapshot{Data: b}, nil }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -1,0 +1,177 @@
+package ns
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"9fans.net/go/plan9"
+
+	"ollie.dev/ollie/internal/errs"
+	"ollie.dev/ollie/internal/session"
+	"ollie.dev/ollie/internal/tree"
+)
+
+// Sessions are the hooks the s/ directory needs beyond the manager.
+type Sessions struct {
+	M *session.Manager
+	// Models lists the models a session's backend offers; nil: none.
+	Models func(ctx context.Context, s *session.Session) ([]string, error)
+}
+
+// sessionsDir is s/: the clone file new, idx, the session scripts (from
+// the config directory) and one directory per session.
+type sessionsDir struct {
+	fs      *tree.FS
+	hooks   Sessions
+	path    uint64
+	fixed   []tree.Entry
+	scripts *tree.DiskDir
+
+	mu   sync.Mutex
+	qids map[string]uint64 // session id -> first qid of its block
+}
+
+// SessionKeys are the keys s/new accepts.
+var SessionKeys = []string{"cwd", "name", "agent", "backend", "model"}
+
+func newSessionsDir(fs *tree.FS, h Sessions, scripts *tree.DiskDir) *sessionsDir {
+	d := &sessionsDir{fs: fs, hooks: h, path: fs.Qids.Next(), scripts: scripts, qids: map[string]uint64{}}
+	d.fixed = []tree.Entry{
+		{Name: "new", Mode: "rw", Doc: "Clone file: write key=value settings (cwd required; name agent backend model), read the id back on the same fid.",
+			Node: fs.NewSynth("new", 0666, d.openNew)},
+		{Name: "idx", Mode: "r", Doc: "One line per session: id state agent backend model cwd (tab-separated).",
+			Node: fs.Text("idx", d.renderIdx)},
+	}
+	return d
+}
+
+func (d *sessionsDir) Stat() (plan9.Dir, error) {
+	return plan9.Dir{Qid: plan9.Qid{Path: d.path, Type: plan9.QTDIR}, Mode: plan9.DMDIR | 0755, Name: "s",
+		Uid: d.fs.Uid, Gid: d.fs.Uid, Muid: d.fs.Uid, Mtime: d.fs.Mtime, Atime: d.fs.Mtime}, nil
+}
+
+func (d *sessionsDir) Walk(name string) (tree.Node, error) {
+	for _, e := range d.fixed {
+		if e.Name == name {
+			return e.Node, nil
+		}
+	}
+	if s, ok := d.hooks.M.Get(name); ok {
+		return d.sessionNode(s, name), nil
+	}
+	if d.scripts != nil {
+		return d.scripts.Walk(name)
+	}
+	return nil, errs.E(errs.NotExist, name)
+}
+
+func (d *sessionsDir) sessionNode(s *session.Session, name string) *sessionDir {
+	d.mu.Lock()
+	base, ok := d.qids[s.ID()]
+	if !ok {
+		base = d.fs.Qids.Block(len(sessionTable) + 1)
+		d.qids[s.ID()] = base
+	}
+	d.mu.Unlock()
+	return &sessionDir{parent: d, s: s, base: base, name: name}
+}
+
+func (d *sessionsDir) List() ([]plan9.Dir, error) {
+	var out []plan9.Dir
+	for _, e := range d.fixed {
+		st, _ := e.Node.Stat()
+		out = append(out, st)
+	}
+	if d.scripts != nil {
+		if ents, err := d.scripts.List(); err == nil {
+			out = append(out, ents...)
+		}
+	}
+	for _, s := range d.hooks.M.List() {
+		name := s.Name()
+		if name == "" {
+			name = s.ID()
+		}
+		st, _ := d.sessionNode(s, name).Stat()
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// Help documents s/ and, under <id>/, the files of every session.
+func (d *sessionsDir) Help() []tree.HelpRow {
+	var rows []tree.HelpRow
+	for _, e := range d.fixed {
+		rows = append(rows, tree.HelpRow{Path: e.Name, Mode: e.Mode, Doc: e.Doc})
+	}
+	rows = append(rows, tree.HelpRow{Path: "<id>/", Mode: "dir", Doc: "A session (its name works too). rm -r ends it (transcript to tr/); mv renames it."})
+	for _, f := range sessionTable {
+		rows = append(rows, tree.HelpRow{Path: "<id>/" + f.name, Mode: f.mode, Doc: f.doc})
+	}
+	return rows
+}
+
+func (d *sessionsDir) renderIdx() ([]byte, error) {
+	var b strings.Builder
+	for _, s := range d.hooks.M.List() {
+		m := s.Meta()
+		st, _ := s.State()
+		fmt.Fprintf(&b, "%s\t%s\t%s\t%s\t%s\t%s\n", s.ID(), st, m.Agent, dash(m.Backend), dash(m.Model), m.Cwd)
+	}
+	return []byte(b.String()), nil
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// cloneHandle is an open of s/new: a write creates a session, and a read
+// at offset 0 then returns its id; before any write it returns a template.
+type cloneHandle struct {
+	d  *sessionsDir
+	mu sync.Mutex
+	id string
+}
+
+func (d *sessionsDir) openNew(ctx context.Context, mode uint8) (tree.Handle, error) {
+	return &cloneHandle{d: d}, nil
+}
+
+func (h *cloneHandle) ReadAt(_ context.Context, p []byte, off int64) (int, error) {
+	h.mu.Lock()
+	id := h.id
+	h.mu.Unlock()
+	text := "cwd=\nname=\nagent=\nbackend=\nmodel=\n"
+	if id != "" {
+		text = id + "\n"
+	}
+	if off >= int64(len(text)) {
+		return 0, nil
+	}
+	return copy(p, text[off:]), nil
+}
+
+func (h *cloneHandle) WriteAt(_ context.Context, p []byte, off int64) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.id != "" {
+		return 0, errs.E(errs.Invalid, "this open of new already made session "+h.id+"; open new again for another")
+	}
+	kv, err := parseKV(string(p), SessionKeys)
+	if err != nil {
+		return 0, err
+	}
+	s, err := h.d.hooks.M.New(session.Spec{Cwd: kv["cwd"], Name: kv["name"], Agent: kv["agent"], Backend: kv["backend"], Model: kv["model"]})
+	if err != nil {
+		return 0, err
+	}
+	h.id = s.ID()
+	return len(p), nil
+}
+
+func (h *cloneHandle) Close() error { return nil }

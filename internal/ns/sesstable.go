@@ -1,0 +1,249 @@
+package ns
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	"9fans.net/go/plan9"
+
+	"ollie.dev/ollie/internal/errs"
+	"ollie.dev/ollie/internal/session"
+	"ollie.dev/ollie/internal/tree"
+)
+
+// sessionTable defines the files of every session directory: walk, stat,
+// listing and help all come from it.
+var sessionTable = []fileSpec{
+	{name: "prompt", perm: 0222, mode: "w", doc: "Write a prompt. Queued if a turn runs. When the write returns it is on disk and state is no longer idle.",
+		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return &msgHandle{submit: d.s.Submit}, nil }},
+	{name: "chat", perm: plan9.DMAPPEND | 0444, mode: "r", doc: "The conversation, append-only: user:, assistant:, -> tool calls, :: info, error: lines. tail -f follows it.",
+		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return openFileHandle(d.s.ChatPath()) },
+		stat: func(s *session.Session, st *plan9.Dir) {
+			st.Length, st.Qid.Vers = uint64(s.ChatSize()), s.ChatVersion()
+		}},
+	{name: "reply", perm: 0444, mode: "r", doc: "The last complete assistant reply only.",
+		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(d.s.ReplyText()) }},
+	{name: "state", perm: 0444, mode: "r", doc: "idle, running, calling execute_code, compacting, waiting, asking or error.",
+		open: func(d *sessionDir, _ uint8) (tree.Handle, error) {
+			st, _ := d.s.State()
+			return text([]byte(string(st) + "\n"))
+		},
+		stat: func(s *session.Session, st *plan9.Dir) { st.Qid.Vers = s.StateVersion() }},
+	{name: "statewait", perm: 0444, mode: "r", doc: "Blocks until the state differs from the one at open, then returns it; read again at 0 for the next change.",
+		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return statewaitHandle(d.s), nil }},
+	{name: "wait", perm: 0444, mode: "r", doc: "Blocks until the session is idle with an empty queue; returns the state and the last turn's error.",
+		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return waitHandle(d.s), nil }},
+	{name: "events", perm: 0444, mode: "r", doc: "JSON lines with a seq number: state changes, tool calls, usage, compaction, errors. Reads block at the end.",
+		open: func(d *sessionDir, _ uint8) (tree.Handle, error) {
+			return &followHandle{s: d.s, path: d.s.EventsPath()}, nil
+		}},
+	{name: "ctl", perm: 0222, mode: "w", doc: "Commands: stop kill compact clear save resume, rn NAME, model NAME, backend NAME, agent NAME.",
+		open: func(d *sessionDir, _ uint8) (tree.Handle, error) {
+			return &msgHandle{submit: func(cmd string) error { return d.ctl(cmd) }}, nil
+		}},
+	{name: "cfg", perm: 0666, mode: "rw", doc: "key=value settings; write some to change them (state, id, name read-only).",
+		open: func(d *sessionDir, mode uint8) (tree.Handle, error) {
+			return &rwText{render: func() []byte { return renderKV(d.s.Cfg()) }, write: d.setCfg}, nil
+		}},
+	{name: "context", perm: 0444, mode: "r", doc: "The message history as sent to the model, JSON lines.",
+		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return openFileHandle(d.s.ContextPath()) }},
+	{name: "systemprompt", perm: 0444, mode: "r", doc: "The rendered system prompt exactly as last sent.",
+		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(d.s.SystemPrompt()) }},
+	{name: "usage", perm: 0444, mode: "r", doc: "Token counts: input output cache_read cache_write requests (estimated when not reported).",
+		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(renderUsage(d.s.Usage())) }},
+	{name: "cost", perm: 0444, mode: "r", doc: "USD for the last turn and the whole session.",
+		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(renderCost(d.s.Usage())) }},
+	{name: "ctxsz", perm: 0444, mode: "r", doc: "Context use: tokens / window (percent).",
+		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(renderCtxsz(d.s.Usage())) }},
+	{name: "models", perm: 0444, mode: "r", doc: "Models the session's backend offers (asked on open, never on stat).",
+		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return d.models() }},
+	{name: "env", perm: 0666, mode: "rw", doc: "KEY=VALUE lines for this session's tools; KEY= removes; secret values never shown.",
+		open: func(d *sessionDir, mode uint8) (tree.Handle, error) {
+			return &rwText{render: func() []byte { return renderEnv(d.s.Env()) }, write: d.s.SetEnv}, nil
+		}},
+	{name: "fifo.in", perm: 0222, mode: "w", doc: "Queue a prompt for after the current turn.",
+		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return &msgHandle{submit: d.s.Enqueue}, nil }},
+	{name: "fifo.out", perm: 0444, mode: "r", doc: "Consuming read: pops the next queued prompt. stat and ls do not pop.",
+		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return popHandle(d.s), nil }},
+	{name: "queue", perm: 0444, mode: "r", doc: "The queued prompts, one JSON string a line; reading does not pop.",
+		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(renderQueue(d.s.Queue())) }},
+	{name: "plan", perm: 0666, mode: "rw", doc: "The agent's planning scratch space, kept with the session.",
+		open: func(d *sessionDir, mode uint8) (tree.Handle, error) { return openPlan(d.s, mode) }},
+	{name: "offset", perm: 0444, mode: "r", doc: "Byte offset in chat just after the last prompt: tail -c +$((n+1)) chat is the latest answer.",
+		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text([]byte(itoa(d.s.Offset()) + "\n")) }},
+	{name: "prompt.prev", perm: 0444, mode: "r", doc: "The last submitted prompt.",
+		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(d.s.PrevPromptText()) }},
+	{name: "tail", perm: 0555, mode: "r, exec", doc: "A script: tail -f of this session's chat.",
+		open: func(d *sessionDir, _ uint8) (tree.Handle, error) {
+			return text([]byte("#!/bin/sh\n# Follow this session's chat.\nexec tail -n +1 -f \"$(dirname \"$0\")/chat\"\n"))
+		}},
+}
+
+func (d *sessionDir) setCfg(data []byte) error {
+	kv, err := parseKV(string(data), session.CfgKeys)
+	if err != nil {
+		return err
+	}
+	return d.s.SetCfg(kv)
+}
+
+func (d *sessionDir) models() (tree.Handle, error) {
+	if d.parent.hooks.Models == nil {
+		return text(nil)
+	}
+	ms, err := d.parent.hooks.Models(context.Background(), d.s)
+	if err != nil {
+		return nil, err
+	}
+	return text([]byte(strings.Join(ms, "\n") + "\n"))
+}
+
+func renderUsage(u session.Usage) []byte {
+	s := fmt.Sprintf("input %d\noutput %d\ncache_read %d\ncache_write %d\nrequests %d\n", u.Input, u.Output, u.CacheRead, u.CacheWrite, u.Requests)
+	if u.Estimated {
+		s += "estimated\n"
+	}
+	return []byte(s)
+}
+
+func renderCost(u session.Usage) []byte {
+	if !u.CostKnown && u.Cost == 0 {
+		return []byte("turn 0\nsession 0\n(no price known for this model)\n")
+	}
+	return []byte(fmt.Sprintf("turn %.6f\nsession %.6f\n", u.TurnCost, u.Cost))
+}
+
+func renderCtxsz(u session.Usage) []byte {
+	if u.Window == 0 {
+		return []byte(fmt.Sprintf("%d / unknown\n", u.Context))
+	}
+	return []byte(fmt.Sprintf("%d / %d (%d%%)\n", u.Context, u.Window, u.Context*100/u.Window))
+}
+
+func renderEnv(vars []session.EnvVar) []byte {
+	var b strings.Builder
+	for _, v := range vars {
+		if v.Secret {
+			fmt.Fprintf(&b, "%s=(secret)\n", v.Key)
+		} else {
+			fmt.Fprintf(&b, "%s=%s\n", v.Key, v.Value)
+		}
+	}
+	return []byte(b.String())
+}
+
+func renderQueue(q []string) []byte {
+	var b strings.Builder
+	for _, p := range q {
+		j, _ := json.Marshal(p)
+		b.Write(j)
+		b.WriteByte('\n')
+	}
+	return []byte(b.String())
+}
+
+// popHandle pops a queued prompt at the first read, never at open or stat.
+func popHandle(s *session.Session) tree.Handle {
+	var popped []byte
+	done := false
+	return &answerHandle{ask: func(ctx context.Context) ([]byte, error) {
+		if done {
+			return popped, nil
+		}
+		p, ok, err := s.Pop()
+		if err != nil {
+			return nil, err
+		}
+		done = true
+		if ok {
+			popped = []byte(p)
+		}
+		return popped, nil
+	}}
+}
+
+// rwText is a read-write settings file: reads see a snapshot taken at the
+// first read; each write applies at once, all or nothing.
+type rwText struct {
+	render func() []byte
+	write  func([]byte) error
+	snap   []byte
+}
+
+func (h *rwText) ReadAt(_ context.Context, p []byte, off int64) (int, error) {
+	if off == 0 || h.snap == nil {
+		h.snap = h.render()
+	}
+	if off >= int64(len(h.snap)) {
+		return 0, nil
+	}
+	return copy(p, h.snap[off:]), nil
+}
+
+func (h *rwText) WriteAt(_ context.Context, p []byte, off int64) (int, error) {
+	if err := h.write(p); err != nil {
+		return 0, err
+	}
+	h.snap = nil
+	return len(p), nil
+}
+
+func (h *rwText) Truncate(int64) error { return nil } // settings are changed by writes, not emptied
+func (h *rwText) Close() error         { return nil }
+
+// planHandle edits the plan as a whole: each write lands on disk before it
+// returns.
+type planHandle struct {
+	s   *session.Session
+	buf []byte
+}
+
+func openPlan(s *session.Session, mode uint8) (tree.Handle, error) {
+	h := &planHandle{s: s}
+	if mode&plan9.OTRUNC == 0 {
+		h.buf = s.Plan()
+	} else if err := s.SetPlan(nil); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+func (h *planHandle) ReadAt(_ context.Context, p []byte, off int64) (int, error) {
+	if off >= int64(len(h.buf)) {
+		return 0, nil
+	}
+	return copy(p, h.buf[off:]), nil
+}
+
+func (h *planHandle) WriteAt(_ context.Context, p []byte, off int64) (int, error) {
+	end := off + int64(len(p))
+	if end > 256<<10 {
+		return 0, errs.E(errs.TooLarge, "plan over 256 KiB")
+	}
+	next := make([]byte, max(int64(len(h.buf)), end))
+	copy(next, h.buf)
+	copy(next[off:], p)
+	if err := h.s.SetPlan(next); err != nil {
+		return 0, err
+	}
+	h.buf = next
+	return len(p), nil
+}
+
+func (h *planHandle) Truncate(size int64) error {
+	if size > int64(len(h.buf)) {
+		return errs.E(errs.Invalid, "cannot extend the plan by truncating")
+	}
+	if err := h.s.SetPlan(h.buf[:size]); err != nil {
+		return err
+	}
+	h.buf = h.buf[:size]
+	return nil
+}
+
+func (h *planHandle) Close() error { return nil }
+
+var _ = os.ErrNotExist

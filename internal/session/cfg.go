@@ -1,0 +1,128 @@
+package session
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+
+	"ollie.dev/ollie/internal/errs"
+)
+
+// CfgKeys are the keys of cfg, in the order they are shown. id, name and
+// state are read-only there (rename with mv or `ctl rn`).
+var CfgKeys = []string{"id", "name", "state", "agent", "backend", "model", "cwd", "temperature", "max_tokens", "max_steps", "sandbox"}
+
+// Cfg returns the session's settings as key, value pairs in CfgKeys order.
+func (s *Session) Cfg() [][2]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.meta
+	temp := ""
+	if m.Params.Temperature != nil {
+		temp = strconv.FormatFloat(*m.Params.Temperature, 'g', -1, 64)
+	}
+	itoa := func(n int) string {
+		if n == 0 {
+			return ""
+		}
+		return strconv.Itoa(n)
+	}
+	return [][2]string{
+		{"id", s.id}, {"name", m.Name}, {"state", string(s.state)}, {"agent", m.Agent},
+		{"backend", m.Backend}, {"model", m.Model}, {"cwd", m.Cwd}, {"temperature", temp},
+		{"max_tokens", itoa(m.Params.MaxTokens)}, {"max_steps", itoa(m.Params.MaxSteps)}, {"sandbox", m.Sandbox},
+	}
+}
+
+// SetCfg changes settings. All of kv applies or none does. Changing the
+// agent, backend or cwd while a turn runs is refused; the model and
+// sampling parameters apply from the next request.
+func (s *Session) SetCfg(kv map[string]string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	meta := s.meta
+	for k, v := range kv {
+		if err := s.m.setField(&meta, k, v, s.turn != nil); err != nil {
+			return err
+		}
+	}
+	if err := writeJSON(filepath.Join(s.dir, "meta.json"), meta); err != nil {
+		return err
+	}
+	s.meta = meta
+	s.eventLocked("cfg", map[string]any{"changed": keys(kv)})
+	return nil
+}
+
+func keys(kv map[string]string) []string {
+	out := make([]string, 0, len(kv))
+	for k := range kv {
+		out = append(out, k)
+	}
+	return out
+}
+
+func (m *Manager) setField(meta *Meta, k, v string, busy bool) error {
+	bad := func(why string) error { return errs.E(errs.Invalid, fmt.Sprintf("%s=%s: %s", k, v, why)) }
+	switch k {
+	case "id", "name", "state", "sandbox":
+		return errs.E(errs.Permission, k+" is read-only here")
+	case "agent", "backend", "cwd":
+		if busy {
+			return errs.E(errs.Busy, "cannot change "+k+" while a turn runs")
+		}
+	}
+	switch k {
+	case "agent":
+		if m.o.CheckAgent != nil {
+			if err := m.o.CheckAgent(v); err != nil {
+				return err
+			}
+		}
+		meta.Agent = v
+	case "backend":
+		if v != "" && m.o.CheckBackend != nil {
+			if err := m.o.CheckBackend(v); err != nil {
+				return err
+			}
+		}
+		meta.Backend = v
+	case "model":
+		if err := checkModel(v); err != nil {
+			return err
+		}
+		meta.Model = v
+	case "cwd":
+		if err := checkCwd(v); err != nil {
+			return err
+		}
+		meta.Cwd = v
+	case "temperature":
+		if v == "" {
+			meta.Params.Temperature = nil
+			return nil
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f < 0 || f > 2 {
+			return bad("want a number from 0 to 2")
+		}
+		meta.Params.Temperature = &f
+	case "max_tokens", "max_steps":
+		n := 0
+		if v != "" {
+			var err error
+			n, err = strconv.Atoi(v)
+			if err != nil || n < 1 || n > 1<<20 {
+				return bad("want a positive whole number")
+			}
+		}
+		if k == "max_tokens" {
+			meta.Params.MaxTokens = n
+		} else {
+			meta.Params.MaxSteps = n
+		}
+	default:
+		return errs.E(errs.Invalid, "unknown key "+strconv.Quote(k))
+	}
+	return nil
+}

@@ -1,0 +1,25 @@
+// Package session keeps agent sessions: their on-disk store, state,
+// queue, events and the running of turns. It knows nothing of 9P or of
+// HTTP: the tree reads typed values from it, and an agent Runner (the
+// loop) drives turns through the Turn it is handed.
+//
+// A session is a directory, DataDir/s/<id>/:
+//
+//	meta.json      id, name, agent, backend, model, cwd, parameters (replaced atomically)
+//	chat           the conversation as text, append-only
+//	context.jsonl  the message history sent to the model, one JSON message a line
+//	events.jsonl   events, one JSON object a line, with a sequence number
+//	queue.jsonl    prompts waiting for the current turn (replaced atomically)
+//	usage.json     token and cost totals (replaced atomically)
+//	plan, env      the agent's plan; KEY=VALUE lines for tools (mode 0600)
+//	reply, prompt.prev, systemprompt
+//	history/       full histories saved before each compaction
+//	tmp/           scratch space of execute_code (full outputs ...)
+//	turn           present while a turn runs: names the prompt; a crash leaves it
+//
+// Every append to chat, context.jsonl and events.jsonl that acknowledges a
+// client's write is fsync'd before that write returns.
+//
+// Lock order: Manager.mu before Session.mu. Methods ending in Locked need
+// Session.mu held.
+package session

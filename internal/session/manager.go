@@ -1,0 +1,408 @@
+package session
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"ollie.dev/ollie/internal/errs"
+)
+
+// Options configure a Manager.
+type Options struct {
+	Dir   string // where session directories live (DataDir/s)
+	TrDir string // where transcripts go (DataDir/tr)
+	// Runner runs turns; nil makes every turn fail with a clear error.
+	Runner Runner
+	// DefaultAgent is the agent of a session that names none.
+	DefaultAgent string
+	// CheckAgent and CheckBackend validate names given in new or cfg.
+	CheckAgent   func(name string) error
+	CheckBackend func(name string) error
+	Logf         func(format string, args ...any)
+}
+
+// Manager holds every session of the daemon.
+type Manager struct {
+	o      Options
+	runner Runner
+
+	turns     atomic.Int64
+	toolCalls atomic.Int64
+
+	mu     sync.Mutex
+	byID   map[string]*Session
+	byName map[string]*Session
+	notify notifier // sessions added, removed or renamed
+}
+
+// Open loads the sessions in o.Dir. A turn that a crash cut short is
+// marked in its chat and waits for `ctl resume`; it is never re-run by
+// itself.
+func Open(o Options) (*Manager, error) {
+	if o.DefaultAgent == "" {
+		o.DefaultAgent = "default"
+	}
+	if err := os.MkdirAll(o.Dir, 0700); err != nil {
+		return nil, err
+	}
+	m := &Manager{o: o, runner: o.Runner, byID: map[string]*Session{}, byName: map[string]*Session{}, notify: newNotifier()}
+	ents, err := os.ReadDir(o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range ents {
+		if !e.IsDir() || !validID(e.Name()) {
+			continue
+		}
+		s, err := m.load(e.Name())
+		if err != nil {
+			m.logf("session %s not loaded: %v", e.Name(), err)
+			continue
+		}
+		m.byID[s.id] = s
+		if s.meta.Name != "" {
+			m.byName[s.meta.Name] = s
+		}
+	}
+	return m, nil
+}
+
+func (m *Manager) logf(format string, args ...any) {
+	if m.o.Logf != nil {
+		m.o.Logf(format, args...)
+	}
+}
+
+func (m *Manager) load(id string) (*Session, error) {
+	dir := filepath.Join(m.o.Dir, id)
+	s := &Session{m: m, dir: dir, id: id, state: Idle, notify: newNotifier(), nextSeq: -1}
+	if err := readJSON(filepath.Join(dir, "meta.json"), &s.meta); err != nil {
+		return nil, err
+	}
+	s.meta.ID = id
+	readJSON(filepath.Join(dir, "usage.json"), &s.usage)
+	if q, err := readQueue(filepath.Join(dir, "queue.jsonl")); err == nil {
+		s.queue = q
+	}
+	if fi, err := os.Stat(s.ChatPath()); err == nil {
+		s.chatSize.Store(fi.Size())
+	}
+	s.offset = s.chatSize.Load()
+	last := lastEvent(s.EventsPath())
+	switch {
+	case last.Type == "turn_start" || last.Type == "state" || last.Type == "usage" || last.Type == "ask" ||
+		last.Type == "answer" || strings.HasPrefix(last.Type, "tool"):
+		// A turn was running when the daemon died.
+		s.chatLocked(":: "+interrupted+"; `echo resume > ctl` continues the turn\n", true)
+		s.paused = interrupted + "; ctl resume continues"
+		s.prev = string(s.PrevPromptText())
+		s.eventLocked("interrupted", nil)
+	case len(s.queue) > 0:
+		s.paused = "queued prompts wait for ctl resume after a restart"
+	}
+	if e, ok := last.Data["error"].(string); ok && last.Type == "turn_end" {
+		s.state, s.lastErr = Error, e
+	}
+	return s, nil
+}
+
+// lastEvent reads the last line of an events log.
+func lastEvent(name string) Event {
+	var ev Event
+	f, err := os.Open(name)
+	if err != nil {
+		return ev
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || fi.Size() == 0 {
+		return ev
+	}
+	off := max(fi.Size()-64<<10, 0)
+	b := make([]byte, fi.Size()-off)
+	if _, err := f.ReadAt(b, off); err != nil && err != io.EOF {
+		return ev
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	decodeJSON(lines[len(lines)-1], &ev)
+	return ev
+}
+
+// Spec describes a new session.
+type Spec struct {
+	Cwd, Name, Agent, Backend, Model string
+	Params                           Params
+	Parent, Sandbox                  string
+}
+
+// New creates a session. Its directory is on disk when New returns.
+func (m *Manager) New(sp Spec) (*Session, error) {
+	if err := m.checkSpec(&sp); err != nil {
+		return nil, err
+	}
+	id := NewID()
+	dir := filepath.Join(m.o.Dir, id)
+	meta := Meta{ID: id, Name: sp.Name, Agent: sp.Agent, Backend: sp.Backend, Model: sp.Model,
+		Cwd: sp.Cwd, Created: time.Now().UTC(), Params: sp.Params, Parent: sp.Parent, Sandbox: sp.Sandbox}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if sp.Name != "" && (m.byName[sp.Name] != nil || m.byID[sp.Name] != nil) {
+		return nil, errs.E(errs.Exist, "a session is already called "+sp.Name)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0700); err != nil {
+		return nil, err
+	}
+	if err := writeJSON(filepath.Join(dir, "meta.json"), meta); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	s := &Session{m: m, dir: dir, id: id, meta: meta, state: Idle, notify: newNotifier(), nextSeq: 0}
+	m.byID[id] = s
+	if sp.Name != "" {
+		m.byName[sp.Name] = s
+	}
+	m.notify.broadcast()
+	return s, nil
+}
+
+func (m *Manager) checkSpec(sp *Spec) error {
+	if sp.Agent == "" {
+		sp.Agent = m.o.DefaultAgent
+	}
+	if sp.Cwd == "" {
+		return errs.E(errs.Invalid, "cwd is required (cwd=/some/dir)")
+	}
+	if err := checkCwd(sp.Cwd); err != nil {
+		return err
+	}
+	if sp.Name != "" {
+		if err := CheckName(sp.Name); err != nil {
+			return err
+		}
+	}
+	if m.o.CheckAgent != nil {
+		if err := m.o.CheckAgent(sp.Agent); err != nil {
+			return err
+		}
+	}
+	if sp.Backend != "" && m.o.CheckBackend != nil {
+		if err := m.o.CheckBackend(sp.Backend); err != nil {
+			return err
+		}
+	}
+	return checkModel(sp.Model)
+}
+
+func checkCwd(p string) error {
+	if !filepath.IsAbs(p) {
+		return errs.E(errs.Invalid, "cwd "+strconv.Quote(p)+" is not an absolute path")
+	}
+	fi, err := os.Stat(p)
+	if err != nil || !fi.IsDir() {
+		return errs.E(errs.Invalid, "cwd "+strconv.Quote(p)+" is not a directory")
+	}
+	return nil
+}
+
+func checkModel(m string) error {
+	if len(m) > 200 || strings.ContainsAny(m, "\n\t\x00") {
+		return errs.E(errs.Invalid, "bad model name "+strconv.Quote(m))
+	}
+	return nil
+}
+
+// reserved are the names of fixed files in s/, which no session may take.
+var reserved = map[string]bool{"new": true, "idx": true, "sh": true, "b": true, "bfg": true, "bbg": true, "ls": true, "kill": true, "cleanup": true}
+
+// CheckName validates a session name.
+func CheckName(n string) error {
+	if !validName(n) || reserved[n] || validID(n) {
+		return errs.E(errs.Invalid, "bad session name "+strconv.Quote(n)+": use letters, digits, '.', '_' and '-', not a reserved name")
+	}
+	return nil
+}
+
+func validName(n string) bool {
+	if n == "" || n == "." || n == ".." || len(n) > 128 {
+		return false
+	}
+	for _, c := range n {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// NewID returns a session id: <unix-ns>-<6 hex>, which sorts by creation.
+func NewID() string {
+	var b [3]byte
+	rand.Read(b[:])
+	return fmt.Sprintf("%019d-%s", time.Now().UnixNano(), hex.EncodeToString(b[:]))
+}
+
+func validID(s string) bool {
+	ns, hx, ok := strings.Cut(s, "-")
+	if !ok || len(ns) != 19 || len(hx) != 6 {
+		return false
+	}
+	if _, err := strconv.ParseUint(ns, 10, 64); err != nil {
+		return false
+	}
+	_, err := hex.DecodeString(hx)
+	return err == nil
+}
+
+// Get finds a session by id or by name.
+func (m *Manager) Get(key string) (*Session, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s := m.byID[key]; s != nil {
+		return s, true
+	}
+	s := m.byName[key]
+	return s, s != nil
+}
+
+// List returns every session, oldest first.
+func (m *Manager) List() []*Session {
+	m.mu.Lock()
+	out := make([]*Session, 0, len(m.byID))
+	for _, s := range m.byID {
+		out = append(out, s)
+	}
+	m.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out
+}
+
+// Len returns the number of sessions.
+func (m *Manager) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.byID)
+}
+
+// Rename gives a session a new name; refused while a turn runs.
+func (m *Manager) Rename(key, name string) error {
+	if err := CheckName(name); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.byID[key]
+	if s == nil {
+		s = m.byName[key]
+	}
+	if s == nil {
+		return errs.E(errs.NotExist, "no session "+key)
+	}
+	if o := m.byName[name]; o != nil && o != s || m.byID[name] != nil {
+		return errs.E(errs.Exist, "a session is already called "+name)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.turn != nil {
+		return errs.E(errs.Busy, "cannot rename a session while a turn runs")
+	}
+	meta := s.meta
+	meta.Name = name
+	if err := writeJSON(filepath.Join(s.dir, "meta.json"), meta); err != nil {
+		return err
+	}
+	delete(m.byName, s.meta.Name)
+	s.meta = meta
+	m.byName[name] = s
+	m.notify.broadcast()
+	return nil
+}
+
+// Remove ends a session: its turn is stopped, its transcript saved to
+// tr/, and its directory deleted.
+func (m *Manager) Remove(key string) error {
+	s, ok := m.Get(key)
+	if !ok {
+		return errs.E(errs.NotExist, "no session "+key)
+	}
+	if err := s.Kill(); err != nil {
+		return err
+	}
+	if err := s.SaveTranscript(); err != nil {
+		return errs.E(errs.Other, "save transcript", err)
+	}
+	m.mu.Lock()
+	s.mu.Lock()
+	s.removed = true
+	s.notify.broadcast()
+	s.mu.Unlock()
+	delete(m.byID, s.id)
+	if n := s.meta.Name; n != "" && m.byName[n] == s {
+		delete(m.byName, n)
+	}
+	m.notify.broadcast()
+	m.mu.Unlock()
+	return os.RemoveAll(s.dir)
+}
+
+// SaveTranscript copies the chat and the history to tr/ as
+// <id>[-<name>].chat and .jsonl.
+func (s *Session) SaveTranscript() error {
+	tr := s.m.o.TrDir
+	if tr == "" {
+		return errors.New("no transcript directory configured")
+	}
+	if err := os.MkdirAll(tr, 0700); err != nil {
+		return err
+	}
+	base := s.id
+	if n := s.Name(); n != "" {
+		base += "-" + n
+	}
+	for src, ext := range map[string]string{s.ChatPath(): ".chat", s.ContextPath(): ".jsonl"} {
+		b, err := os.ReadFile(src)
+		if err != nil && !os.IsNotExist(err) {
+			return err
+		}
+		if err := writeAtomic(filepath.Join(tr, base+ext), b, 0600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close stops every running turn.
+func (m *Manager) Close() {
+	for _, s := range m.List() {
+		s.mu.Lock()
+		tr := s.turn
+		s.mu.Unlock()
+		if tr != nil {
+			tr.cancel(errStopped)
+			<-tr.done
+		}
+	}
+}
+
+// Changed is closed when a session is added, removed or renamed.
+func (m *Manager) Changed() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.notify.wait()
+}
+
+// Turns is the number of turns started since Open.
+func (m *Manager) Turns() int64 { return m.turns.Load() }
+
+// ToolCalls is the number of tool calls reported since Open.
+func (m *Manager) ToolCalls() int64 { return m.toolCalls.Load() }

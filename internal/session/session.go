@@ -1,0 +1,364 @@
+package session
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"ollie.dev/ollie/internal/errs"
+)
+
+// Session is one agent session. Its exported methods are safe for
+// concurrent use.
+type Session struct {
+	m   *Manager
+	dir string
+	id  string
+
+	chatVers atomic.Uint32 // bumped on every append to chat
+	chatSize atomic.Int64
+
+	mu       sync.Mutex
+	meta     Meta
+	state    State
+	lastErr  string // error of the last failed turn
+	paused   string // why queued work waits for `ctl resume` ("" = it does not)
+	queue    []string
+	usage    Usage
+	reply    string
+	offset   int64 // chat size just after the last user prompt
+	prev     string
+	turn     *turn // the running turn, nil when none
+	removed  bool
+	notify   notifier // state, queue and event changes
+	nextSeq  int64    // next event sequence number; -1 until counted
+	asks     map[int]*ask
+	askSeq   int
+	open     map[string]*appendFile // logs kept open while a turn runs
+	stateVer atomic.Uint32
+}
+
+// ID returns the session's id (its directory name on disk).
+func (s *Session) ID() string { return s.id }
+
+// Dir returns the session's directory on disk.
+func (s *Session) Dir() string { return s.dir }
+
+// TmpDir is the session's scratch directory for execute_code.
+func (s *Session) TmpDir() string { return filepath.Join(s.dir, "tmp") }
+
+// Meta returns a copy of the session's settings.
+func (s *Session) Meta() Meta {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.meta
+}
+
+// Name returns the session's name, or "" if it has none.
+func (s *Session) Name() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.meta.Name
+}
+
+// State returns the current state and, in state Error, the error.
+func (s *Session) State() (State, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state, s.lastErr
+}
+
+// StateVersion changes whenever the state does.
+func (s *Session) StateVersion() uint32 { return s.stateVer.Load() }
+
+// ChatPath is the chat log on disk, which clients read directly.
+func (s *Session) ChatPath() string { return filepath.Join(s.dir, "chat") }
+
+// ChatSize and ChatVersion describe the chat log for stat.
+func (s *Session) ChatSize() int64       { return s.chatSize.Load() }
+func (s *Session) ChatVersion() uint32   { return s.chatVers.Load() }
+func (s *Session) EventsPath() string    { return filepath.Join(s.dir, "events.jsonl") }
+func (s *Session) ContextPath() string   { return filepath.Join(s.dir, "context.jsonl") }
+func (s *Session) SystemPrompt() []byte  { return readOrEmpty(filepath.Join(s.dir, "systemprompt")) }
+func (s *Session) Plan() []byte          { return readOrEmpty(filepath.Join(s.dir, "plan")) }
+func readOrEmpty(name string) []byte     { b, _ := os.ReadFile(name); return b }
+func (s *Session) Usage() Usage          { s.mu.Lock(); defer s.mu.Unlock(); return s.usage }
+func (s *Session) Reply() string         { s.mu.Lock(); defer s.mu.Unlock(); return s.reply }
+func (s *Session) PrevPrompt() string    { s.mu.Lock(); defer s.mu.Unlock(); return s.prev }
+func (s *Session) Offset() int64         { s.mu.Lock(); defer s.mu.Unlock(); return s.offset }
+func (s *Session) Queue() []string       { s.mu.Lock(); defer s.mu.Unlock(); return append([]string(nil), s.queue...) }
+func (s *Session) Changed() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.notify.wait()
+}
+
+// SetPlan replaces the plan, durably.
+func (s *Session) SetPlan(b []byte) error {
+	if len(b) > maxPlan {
+		return errs.E(errs.TooLarge, "plan over 256 KiB")
+	}
+	return writeAtomic(filepath.Join(s.dir, "plan"), b, 0600)
+}
+
+const maxPlan = 256 << 10
+
+// Submit asks the session to run prompt: at once if it is idle, else
+// after the prompts already queued. When Submit returns, the prompt is on
+// disk and, if it started a turn, the state is no longer idle.
+func (s *Session) Submit(prompt string) error {
+	if err := checkPrompt(prompt); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.removed {
+		return errs.E(errs.NotExist, "session ended")
+	}
+	if s.turn != nil || len(s.queue) > 0 && s.paused == "" {
+		return s.enqueueLocked(prompt)
+	}
+	s.paused = ""
+	return s.startLocked(prompt, false)
+}
+
+// Enqueue queues prompt for after the current turn (fifo.in). On an idle
+// session it starts at once, like Submit.
+func (s *Session) Enqueue(prompt string) error { return s.Submit(prompt) }
+
+// Pop removes and returns the next queued prompt (fifo.out).
+func (s *Session) Pop() (string, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.queue) == 0 {
+		return "", false, nil
+	}
+	p := s.queue[0]
+	if err := s.saveQueueLocked(s.queue[1:]); err != nil {
+		return "", false, err
+	}
+	return p, true, nil
+}
+
+func checkPrompt(p string) error {
+	switch {
+	case strings.TrimSpace(p) == "":
+		return errs.E(errs.Invalid, "empty prompt")
+	case len(p) > maxPrompt:
+		return errs.E(errs.TooLarge, "prompt over 4 MiB")
+	case !utf8.ValidString(p):
+		return errs.E(errs.Invalid, "prompt is not UTF-8 text")
+	}
+	return nil
+}
+
+const maxPrompt = 4 << 20
+
+func (s *Session) enqueueLocked(prompt string) error {
+	q := append(append([]string(nil), s.queue...), prompt)
+	if err := s.saveQueueLocked(q); err != nil {
+		return err
+	}
+	s.eventLocked("queued", map[string]any{"queue": len(q)})
+	return nil
+}
+
+func (s *Session) saveQueueLocked(q []string) error {
+	var b bytes.Buffer
+	for _, p := range q {
+		line, _ := json.Marshal(p)
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	if err := writeAtomic(filepath.Join(s.dir, "queue.jsonl"), b.Bytes(), 0600); err != nil {
+		return errs.E(errs.Other, "save queue", err)
+	}
+	s.queue = q
+	s.notify.broadcast()
+	return nil
+}
+
+// setStateLocked changes the state, records the event and wakes waiters.
+func (s *Session) setStateLocked(st State) {
+	if s.state == st {
+		return
+	}
+	s.state = st
+	s.stateVer.Add(1)
+	s.eventLocked("state", map[string]any{"state": string(st)})
+}
+
+// Wait blocks until the session is idle with nothing queued that will run
+// by itself, or done is closed. It returns the state and the error of
+// the last turn if it failed.
+func (s *Session) Wait(done <-chan struct{}) (State, string, error) {
+	for {
+		s.mu.Lock()
+		st, e, ch := s.state, s.lastErr, s.notify.wait()
+		settled := s.turn == nil && (len(s.queue) == 0 || s.paused != "") || s.removed
+		paused := s.paused
+		s.mu.Unlock()
+		if settled {
+			if paused != "" && e == "" {
+				e = paused
+			}
+			return st, e, nil
+		}
+		select {
+		case <-ch:
+		case <-done:
+			return st, "", errs.E(errs.Interrupted)
+		}
+	}
+}
+
+// WaitChange blocks until the state differs from from, or done is closed.
+func (s *Session) WaitChange(from State, done <-chan struct{}) (State, error) {
+	for {
+		s.mu.Lock()
+		st, ch := s.state, s.notify.wait()
+		s.mu.Unlock()
+		if st != from {
+			return st, nil
+		}
+		select {
+		case <-ch:
+		case <-done:
+			return st, errs.E(errs.Interrupted)
+		}
+	}
+}
+
+// Paused says why queued work waits for `ctl resume`, or "".
+func (s *Session) Paused() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.paused
+}
+
+// appendLocked appends to one of the session's logs, through the open
+// file while a turn runs, else by opening it for the one write.
+func (s *Session) appendLocked(name string, b []byte, durable bool) error {
+	if a := s.open[name]; a != nil {
+		return a.write(b, durable)
+	}
+	a, err := openAppend(filepath.Join(s.dir, name))
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	return a.write(b, durable)
+}
+
+// chatLocked appends text to the chat log.
+func (s *Session) chatLocked(text string, durable bool) error {
+	err := s.appendLocked("chat", []byte(text), durable)
+	if err == nil {
+		s.chatSize.Add(int64(len(text)))
+		s.chatVers.Add(1)
+		s.notify.broadcast()
+	}
+	return err
+}
+
+// Event is one line of events.jsonl.
+type Event struct {
+	Seq  int64          `json:"seq"`
+	Time time.Time      `json:"time"`
+	Type string         `json:"type"`
+	Data map[string]any `json:"data,omitempty"`
+}
+
+func (s *Session) eventLocked(typ string, data map[string]any) {
+	if s.nextSeq < 0 {
+		s.nextSeq = countLines(s.EventsPath())
+	}
+	ev := Event{Seq: s.nextSeq, Time: time.Now().UTC(), Type: typ, Data: data}
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return
+	}
+	if err := s.appendLocked("events.jsonl", append(b, '\n'), false); err != nil {
+		s.m.logf("session %s: event: %v", s.id, err)
+		return
+	}
+	s.nextSeq++
+	s.notify.broadcast()
+}
+
+func countLines(name string) int64 {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return 0
+	}
+	return int64(bytes.Count(b, []byte{'\n'}))
+}
+
+// Asks returns the pending consent requests, by number.
+func (s *Session) Asks() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := make([]int, 0, len(s.asks))
+	for id := range s.asks {
+		ids = append(ids, id)
+	}
+	sort.Ints(ids)
+	return ids
+}
+
+// AskText describes pending request id.
+func (s *Session) AskText(id int) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.asks[id]
+	if !ok {
+		return "", false
+	}
+	return a.text, true
+}
+
+// Answer answers pending request id with "allow" or "deny".
+func (s *Session) Answer(id int, answer string) error {
+	var allow bool
+	switch strings.TrimSpace(answer) {
+	case "allow", "yes", "y":
+		allow = true
+	case "deny", "no", "n":
+	default:
+		return errs.E(errs.Invalid, fmt.Sprintf("answer %q: write allow or deny", strings.TrimSpace(answer)))
+	}
+	s.mu.Lock()
+	a, ok := s.asks[id]
+	if ok {
+		delete(s.asks, id)
+	}
+	s.mu.Unlock()
+	if !ok {
+		return errs.E(errs.NotExist, "no such request")
+	}
+	a.answer <- allow
+	return nil
+}
+
+type ask struct {
+	text   string
+	answer chan bool
+}
+
+var errRemoved = errors.New("session ended")
+
+// Removed reports whether the session has ended.
+func (s *Session) Removed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.removed
+}

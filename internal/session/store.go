@@ -1,0 +1,150 @@
+package session
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"time"
+)
+
+// Meta is what meta.json holds: the identity and settings of a session.
+type Meta struct {
+	ID      string    `json:"id"`
+	Name    string    `json:"name,omitempty"`
+	Agent   string    `json:"agent"`
+	Backend string    `json:"backend,omitempty"` // "" = the agent's or the first configured
+	Model   string    `json:"model,omitempty"`   // "" = the agent's or the backend's default
+	Cwd     string    `json:"cwd"`
+	Created time.Time `json:"created"`
+	Params  Params    `json:"params"`
+	// Parent is the batch job or session that spawned this one, if any.
+	Parent string `json:"parent,omitempty"`
+	// Sandbox is a narrower policy imposed by a parent; "" = the agent's.
+	Sandbox string `json:"sandbox,omitempty"`
+}
+
+// Params are the per-session overrides of the agent configuration.
+type Params struct {
+	Temperature *float64 `json:"temperature,omitempty"`
+	MaxTokens   int      `json:"max_tokens,omitempty"`
+	MaxSteps    int      `json:"max_steps,omitempty"`
+}
+
+// Usage is the running total of a session's model use.
+type Usage struct {
+	Input      int     `json:"input"`
+	Output     int     `json:"output"`
+	CacheRead  int     `json:"cache_read"`
+	CacheWrite int     `json:"cache_write"`
+	Requests   int     `json:"requests"`
+	Estimated  bool    `json:"estimated,omitempty"`
+	Cost       float64 `json:"cost_usd"`      // whole session
+	TurnCost   float64 `json:"turn_cost_usd"` // last turn
+	CostKnown  bool    `json:"cost_known,omitempty"`
+	Context    int     `json:"context"` // tokens the last request occupied
+	Window     int     `json:"window"`  // context window of the model, 0 if unknown
+}
+
+// writeAtomic replaces name with data durably: temp file, fsync, rename,
+// fsync of the directory.
+func writeAtomic(name string, data []byte, perm os.FileMode) error {
+	return replaceFile(name, data, perm, true)
+}
+
+// replaceFile replaces name with data atomically (a reader or a crash of
+// the daemon sees the old or the new content, never a mix); durable also
+// survives a crash of the machine, at the price of two fsyncs.
+func replaceFile(name string, data []byte, perm os.FileMode, durable bool) error {
+	tmp := name + ".tmp" + strconv.FormatUint(tmpSeq.Add(1), 10)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil && durable {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, name)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if !durable {
+		return nil
+	}
+	return syncDir(filepath.Dir(name))
+}
+
+var tmpSeq atomic.Uint64
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+func writeJSON(name string, v any) error {
+	b, err := json.MarshalIndent(v, "", "\t")
+	if err != nil {
+		return err
+	}
+	return writeAtomic(name, append(b, '\n'), 0600)
+}
+
+func readJSON(name string, v any) error {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}
+
+// appendFile is an append-only log file.
+type appendFile struct {
+	f    *os.File
+	size atomic.Int64
+}
+
+func openAppend(name string) (*appendFile, error) {
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0600)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	a := &appendFile{f: f}
+	a.size.Store(fi.Size())
+	return a, nil
+}
+
+// write appends b, and fsyncs it when durable is set.
+func (a *appendFile) write(b []byte, durable bool) error {
+	n, err := a.f.Write(b)
+	a.size.Add(int64(n))
+	if err == nil && durable {
+		err = a.f.Sync()
+	}
+	return err
+}
+
+func (a *appendFile) sync() error { return a.f.Sync() }
+
+func (a *appendFile) close() error {
+	if a == nil {
+		return nil
+	}
+	return a.f.Close()
+}

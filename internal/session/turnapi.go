@@ -1,0 +1,212 @@
+package session
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"time"
+
+	"ollie.dev/ollie/internal/errs"
+)
+
+// Chat appends streamed text to the chat log. It is not fsync'd: a crash
+// of the daemon loses nothing written, and the turn's end syncs it.
+func (t *Turn) Chat(text string) error {
+	s := t.S
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.chatLocked(text, false)
+}
+
+// Append adds one message (any JSON value) to the history.
+func (t *Turn) Append(msg any) error {
+	b, err := json.Marshal(msg)
+	if err != nil {
+		return err
+	}
+	s := t.S
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.appendLocked("context.jsonl", append(b, '\n'), false)
+}
+
+// Sync makes everything appended so far durable.
+func (t *Turn) Sync() error {
+	s := t.S
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, a := range s.open {
+		if err := a.sync(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// History returns the messages of the history, oldest first.
+func (t *Turn) History() ([]json.RawMessage, error) { return t.S.History() }
+
+// History returns the messages of the history, oldest first.
+func (s *Session) History() ([]json.RawMessage, error) {
+	f, err := os.Open(s.ContextPath())
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []json.RawMessage
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), maxPrompt*4)
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		if !json.Valid(line) {
+			return out, errs.E(errs.Other, "history line is not JSON")
+		}
+		out = append(out, append(json.RawMessage(nil), line...))
+	}
+	return out, sc.Err()
+}
+
+// ReplaceHistory swaps the history for msgs (compaction). The old history
+// is kept whole in history/, and note is shown in chat.
+func (t *Turn) ReplaceHistory(msgs []json.RawMessage, note string) error {
+	s := t.S
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.archiveHistoryLocked(); err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	for _, m := range msgs {
+		b.Write(m)
+		b.WriteByte('\n')
+	}
+	if a := s.open["context.jsonl"]; a != nil {
+		a.close()
+		delete(s.open, "context.jsonl")
+	}
+	if err := writeAtomic(s.ContextPath(), b.Bytes(), 0600); err != nil {
+		return err
+	}
+	if a, err := openAppend(s.ContextPath()); err == nil && s.open != nil {
+		s.open["context.jsonl"] = a
+	}
+	s.eventLocked("compaction", map[string]any{"messages": len(msgs), "note": note})
+	return s.chatLocked(":: compacted: "+note+"\n", true)
+}
+
+// SetState reports what the turn is doing (running, calling a tool,
+// waiting after a rate limit ...).
+func (t *Turn) SetState(st State) {
+	s := t.S
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.setStateLocked(st)
+}
+
+// Event records an event (tool call start and end, retries, hooks ...).
+func (t *Turn) Event(typ string, data map[string]any) {
+	s := t.S
+	if typ == "tool_start" {
+		s.m.toolCalls.Add(1)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.eventLocked(typ, data)
+}
+
+// AddUsage adds one request's usage and cost to the totals.
+func (t *Turn) AddUsage(u Usage) {
+	s := t.S
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.usage.Input += u.Input
+	s.usage.Output += u.Output
+	s.usage.CacheRead += u.CacheRead
+	s.usage.CacheWrite += u.CacheWrite
+	s.usage.Requests += u.Requests
+	s.usage.Estimated = s.usage.Estimated || u.Estimated
+	s.usage.Cost += u.Cost
+	s.usage.CostKnown = s.usage.CostKnown || u.CostKnown
+	if u.Context > 0 {
+		s.usage.Context = u.Context
+	}
+	if u.Window > 0 {
+		s.usage.Window = u.Window
+	}
+	s.eventLocked("usage", map[string]any{"input": u.Input, "output": u.Output,
+		"cache_read": u.CacheRead, "cache_write": u.CacheWrite, "estimated": u.Estimated, "cost_usd": u.Cost})
+}
+
+// StartTurnCost resets the cost of the last turn.
+func (t *Turn) StartTurnCost() {
+	s := t.S
+	s.mu.Lock()
+	s.usage.TurnCost = 0
+	s.mu.Unlock()
+}
+
+// AddTurnCost adds to the last turn's cost.
+func (t *Turn) AddTurnCost(c float64) {
+	s := t.S
+	s.mu.Lock()
+	s.usage.TurnCost += c
+	s.mu.Unlock()
+}
+
+// SetReply records the last complete assistant reply.
+func (t *Turn) SetReply(text string) error {
+	return replaceFile(filepath.Join(t.S.dir, "reply"), []byte(text), 0600, false)
+}
+
+// SetSystemPrompt records the system prompt exactly as sent.
+func (t *Turn) SetSystemPrompt(text string) error {
+	p := filepath.Join(t.S.dir, "systemprompt")
+	if old, err := os.ReadFile(p); err == nil && string(old) == text {
+		return nil
+	}
+	return replaceFile(p, []byte(text), 0600, false)
+}
+
+// Ask puts a consent request in ask/ and waits for `allow` or `deny`, for
+// at most timeout; no answer in time is a denial.
+func (t *Turn) Ask(ctx context.Context, text string, timeout time.Duration) (bool, error) {
+	s := t.S
+	a := &ask{text: text, answer: make(chan bool, 1)}
+	s.mu.Lock()
+	s.askSeq++
+	id := s.askSeq
+	if s.asks == nil {
+		s.asks = map[int]*ask{}
+	}
+	s.asks[id] = a
+	prev := s.state
+	s.setStateLocked(Asking)
+	s.eventLocked("ask", map[string]any{"id": id, "request": text})
+	s.mu.Unlock()
+	var allow bool
+	var err error
+	select {
+	case allow = <-a.answer:
+	case <-time.After(timeout):
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	s.mu.Lock()
+	delete(s.asks, id)
+	s.eventLocked("answer", map[string]any{"id": id, "allow": allow})
+	s.setStateLocked(prev)
+	s.mu.Unlock()
+	return allow, err
+}
+
+// Meta returns the session's settings.
+func (t *Turn) Meta() Meta { return t.S.Meta() }
