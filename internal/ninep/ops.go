@@ -2,6 +2,7 @@ package ninep
 
 import (
 	"context"
+	"io"
 
 	"9fans.net/go/plan9"
 	"9fans.net/go/plan9/srv9p"
@@ -117,6 +118,9 @@ func (s *Server) read(ctx context.Context, fid *srv9p.Fid, data []byte, off int6
 		})
 	}
 	n, err := h.ReadAt(ctx, data, off)
+	if err == io.EOF {
+		err = nil // the end of a file is an empty read in 9P, not an error
+	}
 	s.Stats.BytesRead.Add(uint64(n))
 	if err != nil && ctx.Err() != nil && !errs.Is(err, errs.Interrupted) {
 		err = errs.E(errs.Interrupted)

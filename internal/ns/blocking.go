@@ -94,8 +94,11 @@ func (h *followHandle) ReadAt(ctx context.Context, p []byte, off int64) (int, er
 	for {
 		ch := h.s.Changed()
 		n, err := h.readAt(p, off)
-		if n > 0 || (err != nil && err != io.EOF) {
-			return n, err
+		if n > 0 {
+			return n, nil
+		}
+		if err != nil && err != io.EOF {
+			return 0, err
 		}
 		if h.s.Removed() {
 			return 0, nil

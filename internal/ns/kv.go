@@ -1,6 +1,7 @@
 package ns
 
 import (
+	"regexp"
 	"sort"
 	"strings"
 
@@ -36,16 +37,13 @@ func parseKV(text string, known []string) (map[string]string, error) {
 	return kv, nil
 }
 
-// nextKey returns where the next " key=" of a known key starts in s, or len(s).
+// nextKey returns where the next " key=" starts in s, or len(s). A key
+// is a lower-case word; unknown ones are then reported, not swallowed.
 func nextKey(s string, known []string) int {
-	best := len(s)
-	for _, k := range known {
-		if i := strings.Index(s, " "+k+"="); i >= 0 && i < best {
-			best = i
-		}
-	}
-	return best
+	return keyRE.FindStringIndex(s + " ")[0]
 }
+
+var keyRE = regexp.MustCompile(`[ \t]+[a-z_][a-z0-9_]*=|[ \t]*$`)
 
 func contains(list []string, s string) bool {
 	for _, x := range list {

@@ -39,6 +39,7 @@ type Manager struct {
 
 	turns     atomic.Int64
 	toolCalls atomic.Int64
+	closing   atomic.Bool // no new turns start
 
 	mu     sync.Mutex
 	byID   map[string]*Session
@@ -381,8 +382,9 @@ func (s *Session) SaveTranscript() error {
 	return nil
 }
 
-// Close stops every running turn.
+// Close stops every running turn; queued prompts stay queued on disk.
 func (m *Manager) Close() {
+	m.closing.Store(true)
 	for _, s := range m.List() {
 		s.mu.Lock()
 		tr := s.turn
