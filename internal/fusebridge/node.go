@@ -1,0 +1,285 @@
+package fusebridge
+
+import (
+	"context"
+	"sync"
+	"syscall"
+	"time"
+
+	"9fans.net/go/plan9"
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"ollie.dev/ollie/internal/errs"
+	"ollie.dev/ollie/internal/ninep/client"
+)
+
+// node is a file or directory of the mounted tree.
+type node struct {
+	fs.Inode
+	b *bridge
+
+	// mu guards fid and sess: a walked, never-opened fid for this node
+	// (nil until first needed) and the session it belongs to.
+	mu   sync.Mutex
+	fid  *client.Fid
+	sess *session
+}
+
+var (
+	_ fs.NodeLookuper       = (*node)(nil)
+	_ fs.NodeGetattrer      = (*node)(nil)
+	_ fs.NodeSetattrer      = (*node)(nil)
+	_ fs.NodeOnForgetter    = (*node)(nil)
+	_ fs.NodeOpener         = (*node)(nil)
+	_ fs.NodeOpendirHandler = (*node)(nil)
+	_ fs.NodeCreater        = (*node)(nil)
+	_ fs.NodeMkdirer        = (*node)(nil)
+	_ fs.NodeUnlinker       = (*node)(nil)
+	_ fs.NodeRmdirer        = (*node)(nil)
+	_ fs.NodeRenamer        = (*node)(nil)
+	_ fs.NodeFsyncer        = (*node)(nil)
+	_ fs.NodeStatfser       = (*node)(nil)
+)
+
+// path returns the node's slash-separated path from the root of the tree.
+func (n *node) path() string { return n.Path(n.Root()) }
+
+// walked returns the node's fid in the current session, walking to the
+// node's path if it has none or only a stale one.
+func (n *node) walked(ctx context.Context) (*client.Fid, *session, error) {
+	s, err := n.b.session(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	n.mu.Lock()
+	if n.sess == s && n.fid != nil {
+		f := n.fid
+		n.mu.Unlock()
+		return f, s, nil
+	}
+	n.mu.Unlock()
+	var f *client.Fid
+	if n.IsRoot() {
+		f = s.root
+	} else if f, err = s.root.Walk(ctx, client.SplitPath(n.path())...); err != nil {
+		return nil, nil, err
+	}
+	n.setFid(f, s)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.fid, s, nil
+}
+
+// setFid makes f, of session s, the node's fid, unless a concurrent walk
+// got there first.
+func (n *node) setFid(f *client.Fid, s *session) {
+	n.mu.Lock()
+	if n.sess == s && n.fid != nil {
+		n.mu.Unlock()
+		if f != s.root && f != n.fid {
+			f.Clunk(context.Background())
+		}
+		return
+	}
+	// An old fid belongs to a dead connection: nothing to clunk.
+	n.fid, n.sess = f, s
+	n.mu.Unlock()
+}
+
+// OnForget clunks the fid once the kernel has forgotten the node.
+func (n *node) OnForget() {
+	n.mu.Lock()
+	f, s := n.fid, n.sess
+	n.fid, n.sess = nil, nil
+	n.mu.Unlock()
+	if f != nil && s != nil && f != s.root && !s.dead() {
+		go f.Clunk(context.Background())
+	}
+}
+
+// newChild returns the inode for a file with directory entry d, reached
+// from n by name, reusing the inode if the qid is already known. f, if not
+// nil, is a fid for it in session s.
+func (n *node) newChild(ctx context.Context, d *plan9.Dir, f *client.Fid, s *session) *fs.Inode {
+	child := &node{b: n.b}
+	if f != nil {
+		child.fid, child.sess = f, s
+	}
+	ch := n.NewInode(ctx, child, fs.StableAttr{Mode: fileType(d), Ino: qidIno(d.Qid)})
+	if ch.Operations() != child && f != nil {
+		// The inode already existed; keep its fid, or give it ours.
+		ch.Operations().(*node).setFid(f, s)
+	}
+	return ch
+}
+
+// Lookup walks to name and stats it.
+func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	pf, s, err := n.walked(ctx)
+	if err != nil {
+		return nil, n.b.errno("walk", n.path(), err)
+	}
+	f, err := pf.Walk(ctx, name)
+	if err != nil {
+		return nil, n.b.errno("walk", join(n.path(), name), err)
+	}
+	d, err := f.Stat(ctx)
+	if err != nil {
+		f.Clunk(ctx)
+		return nil, n.b.errno("stat", join(n.path(), name), err)
+	}
+	n.b.fillEntry(d, out)
+	return n.newChild(ctx, d, f, s), 0
+}
+
+// Getattr stats the open file if there is one, else the node.
+func (n *node) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	d, err := n.stat(ctx, fh)
+	if err != nil {
+		return n.b.errno("stat", n.path(), err)
+	}
+	n.b.fillAttr(d, &out.Attr)
+	out.SetTimeout(n.b.opts.AttrTimeout)
+	return 0
+}
+
+func (n *node) stat(ctx context.Context, fh fs.FileHandle) (*plan9.Dir, error) {
+	if h, ok := fh.(*handle); ok {
+		if f, err := h.opened(ctx); err == nil {
+			return f.Stat(ctx)
+		}
+	}
+	f, _, err := n.walked(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return f.Stat(ctx)
+}
+
+func join(dir, name string) string {
+	if dir == "" {
+		return name
+	}
+	return dir + "/" + name
+}
+
+// fillAttr converts a 9P directory entry. 9P owners are names, not
+// numbers, so every file belongs to the user who mounted the tree.
+func (b *bridge) fillAttr(d *plan9.Dir, a *fuse.Attr) {
+	a.Ino = qidIno(d.Qid)
+	a.Mode = fileType(d) | uint32(d.Mode&0777)
+	a.Size = d.Length
+	a.Blocks = (d.Length + 511) / 512
+	a.Blksize = 4096
+	a.Nlink = 1
+	if d.Qid.Type&plan9.QTDIR != 0 {
+		a.Nlink = 2
+	}
+	a.Mtime = uint64(d.Mtime)
+	a.Atime = uint64(d.Atime)
+	a.Ctime = uint64(d.Mtime)
+	a.Owner = fuse.Owner{Uid: uint32(syscall.Getuid()), Gid: uint32(syscall.Getgid())}
+}
+
+func (b *bridge) fillEntry(d *plan9.Dir, out *fuse.EntryOut) {
+	b.fillAttr(d, &out.Attr)
+	out.SetEntryTimeout(b.opts.EntryTimeout)
+	out.SetAttrTimeout(b.opts.AttrTimeout)
+}
+
+func fileType(d *plan9.Dir) uint32 {
+	if d.Qid.Type&plan9.QTDIR != 0 {
+		return syscall.S_IFDIR
+	}
+	return syscall.S_IFREG
+}
+
+// Statfs reports an empty, roomy file system so that tools which check
+// for free space (cp, editors) go ahead.
+func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+	out.Bsize = 4096
+	out.Frsize = 4096
+	out.Blocks = 1 << 30
+	out.Bfree = 1 << 30
+	out.Bavail = 1 << 30
+	out.Files = 1 << 20
+	out.Ffree = 1 << 20
+	out.NameLen = 255
+	return 0
+}
+
+// Setattr maps truncate to a wstat of the length, chmod and utimes to
+// wstats of mode and mtime. Files that refuse a mode or time change (most
+// synthetic ones) are left alone rather than failing cp -p, touch or
+// sed -i; a refused length change is an error, since data would be wrong.
+func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	f, _, err := n.walked(ctx)
+	if err != nil {
+		return n.b.errno("wstat", n.path(), err)
+	}
+	if size, ok := in.GetSize(); ok {
+		if err := n.truncate(ctx, f, size); err != nil {
+			return n.b.errno("truncate", n.path(), err)
+		}
+	}
+	var d plan9.Dir
+	d.Null()
+	if mode, ok := in.GetMode(); ok {
+		d.Mode = plan9.Perm(mode & 0777)
+		if n.IsDir() {
+			d.Mode |= plan9.DMDIR
+		}
+	}
+	if mtime, ok := in.GetMTime(); ok {
+		d.Mtime = uint32(mtime.Unix())
+	}
+	if !d.IsNull() {
+		if err := f.Wstat(ctx, &d); err != nil && !ignorable(err) {
+			return n.b.errno("wstat", n.path(), err)
+		}
+	}
+	return n.Getattr(ctx, fh, out)
+}
+
+// truncate sets the length, tolerating a no-op on files that cannot
+// change length: `echo x > ctl` truncates a synthetic file of length 0.
+func (n *node) truncate(ctx context.Context, f *client.Fid, size uint64) error {
+	var d plan9.Dir
+	d.Null()
+	d.Length = size
+	err := f.Wstat(ctx, &d)
+	if err != nil && ignorable(err) {
+		if st, serr := f.Stat(ctx); serr == nil && st.Length == size {
+			return nil
+		}
+	}
+	return err
+}
+
+// ignorable reports whether a refused wstat is one to shrug off.
+func ignorable(err error) bool {
+	switch errs.KindOf(err) {
+	case errs.Permission, errs.Unsupported:
+		return true
+	}
+	return false
+}
+
+// Fsync asks the server to commit the file (a null wstat).
+func (n *node) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) syscall.Errno {
+	var f *client.Fid
+	var err error
+	if h, ok := fh.(*handle); ok {
+		f, err = h.opened(ctx)
+	} else {
+		f, _, err = n.walked(ctx)
+	}
+	if err == nil {
+		err = f.Sync(ctx)
+	}
+	return n.b.errno("fsync", n.path(), err)
+}
+
+// timeout returns d as go-fuse wants it.
+func timeout(d time.Duration) *time.Duration { return &d }
