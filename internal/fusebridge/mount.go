@@ -196,3 +196,6 @@ func unescapeMountinfo(s string) string {
 	}
 	return b.String()
 }
+
+// SetDebug turns FUSE request logging on or off.
+func (s *Server) SetDebug(on bool) { s.fuse.SetDebug(on) }

@@ -40,7 +40,7 @@ func (l *logBuf) String() string {
 
 // env is one test's daemon and mount.
 type env struct {
-	t    *testing.T
+	t    testing.TB
 	tree *ninetest.Tree
 	sock string
 	ln   *ninetest.Listener
@@ -56,7 +56,7 @@ func requireFUSE(t testing.TB) {
 }
 
 // mount serves a fresh ninetest tree on a unix socket and mounts it.
-func mount(t *testing.T, opts fusebridge.Options) *env {
+func mount(t testing.TB, opts fusebridge.Options) *env {
 	requireFUSE(t)
 	e := &env{t: t, tree: ninetest.NewTree(), log: &logBuf{}}
 	dir := t.TempDir()
