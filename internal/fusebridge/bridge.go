@@ -10,10 +10,11 @@
 //	srv.Unmount()
 //	err = srv.Wait()
 //
-// Caching: every regular file is opened with FOPEN_DIRECT_IO and attributes
-// are not cached (AttrTimeout 0), because most of the tree is synthetic and
-// changes behind the kernel's back; directory entries are cached for
-// EntryTimeout. See docs/mount.md.
+// Caching: synthetic files (length 0 in stat) and append-only files
+// (QTAPPEND) are opened with FOPEN_DIRECT_IO and their attributes are not
+// cached, because they change behind the kernel's back or block. Plain
+// files may be cached for CacheTimeout and keep their page cache across
+// opens while their Qid.Vers is unchanged. See docs/mount.md.
 //
 // Each node remembers nothing but its place in the tree (go-fuse keeps the
 // path) and, lazily, a 9P fid walked to it. When the connection dies the
@@ -47,6 +48,13 @@ type Options struct {
 	// size; negative also means 0.
 	AttrTimeout time.Duration
 
+	// CacheTimeout is how long the kernel may cache the attributes of a
+	// plain file: one with a length, not append-only, not a directory.
+	// Plain files also use the page cache, revalidated at each open by
+	// Qid.Vers. Synthetic (length 0) and append-only files are never
+	// cached. Default 1s; negative disables caching (direct I/O for all).
+	CacheTimeout time.Duration
+
 	// NoReconnect makes a lost 9P connection unmount the file system
 	// (Wait then returns the error) instead of dialling again.
 	NoReconnect bool
@@ -67,6 +75,9 @@ func (o *Options) fill() {
 	}
 	if o.EntryTimeout == 0 {
 		o.EntryTimeout = time.Second
+	}
+	if o.CacheTimeout == 0 {
+		o.CacheTimeout = time.Second
 	}
 	o.EntryTimeout = max(o.EntryTimeout, 0)
 	o.AttrTimeout = max(o.AttrTimeout, 0)

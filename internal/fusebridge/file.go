@@ -51,19 +51,39 @@ func openMode(flags uint32) uint8 {
 	return mode
 }
 
-// openFlags are the FUSE open flags of every file. Direct I/O makes each
-// read(2) a Tread: synthetic files have no meaningful size and change
-// behind the kernel's back, blocking files must reach the server on every
-// read, and stale page-cache contents are never served.
-const openFlags = fuse.FOPEN_DIRECT_IO
-
 // Open clones the node's fid and opens the clone.
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	h := &handle{n: n, mode: openMode(flags) &^ plan9.OTRUNC, append: flags&syscall.O_APPEND != 0}
 	if err := h.open(ctx, openMode(flags)); err != nil {
 		return nil, 0, n.b.errno("open", n.path(), err)
 	}
-	return h, openFlags, 0
+	return h, n.cacheFlags(h.fid.Qid()), 0
+}
+
+// cacheFlags decides, at open, how the kernel may cache the file whose
+// current qid is q. Synthetic and append-only files get direct I/O, so
+// every read(2) is a Tread: they have no meaningful size, change behind
+// the kernel's back, or block. A plain file keeps its page cache only if
+// its Qid.Vers is the one the cache was filled at (close-to-open
+// consistency, as in NFS); if the attributes the kernel holds are older
+// than q, they are invalidated so the next read sees the new size.
+func (n *node) cacheFlags(q plan9.Qid) uint32 {
+	n.mu.Lock()
+	plain := n.plain && q.Type&plan9.QTAPPEND == 0
+	keep := n.pageOK && n.pageVers == q.Vers
+	staleAttr := n.attrVers != q.Vers
+	n.pageOK, n.pageVers = plain, q.Vers
+	n.mu.Unlock()
+	switch {
+	case !plain:
+		return fuse.FOPEN_DIRECT_IO
+	case keep:
+		return fuse.FOPEN_KEEP_CACHE
+	}
+	if staleAttr {
+		n.NotifyContent(-1, 0) // attributes only; pages go with !KEEP_CACHE
+	}
+	return 0
 }
 
 // open (re)establishes h.fid with mode.
@@ -182,5 +202,6 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	h := &handle{mode: omode, append: flags&syscall.O_APPEND != 0, fid: f, sess: s}
 	ch := n.newChild(ctx, d, nil, nil)
 	h.n = ch.Operations().(*node)
-	return ch, h, openFlags, 0
+	// A new file is empty, so plain it is not: direct I/O, no cache.
+	return ch, h, h.n.cacheFlags(f.Qid()), 0
 }

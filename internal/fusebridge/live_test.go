@@ -195,3 +195,22 @@ func TestMountPointErrors(t *testing.T) {
 		t.Errorf("Mount with no daemon = %v, want unavailable", err)
 	}
 }
+
+func TestNoStaleReadsAfterChangeBehindKernel(t *testing.T) {
+	e := mount(t, fusebridge.Options{})
+	for i, content := range []string{
+		"a longer content than before\n",
+		"short\n",
+		"same len\n",
+		"same LEN\n", // same size, new version
+		strings.Repeat("big\n", 100000),
+	} {
+		e.sh(`cat $M/hello > /dev/null; stat $M/hello > /dev/null`) // fill the caches
+		e.tree.Set(content, "hello")
+		if got := e.sh(`cat $M/hello`); got != content {
+			t.Fatalf("change %d: cat after change behind the kernel's back = %.40q, want %.40q", i, got, content)
+		}
+	}
+	// A write through the mount is seen at once by a reader.
+	e.sh(`echo mine > $M/hello; test "$(cat $M/hello)" = mine; test $(stat -c %s $M/hello) = 5`)
+}

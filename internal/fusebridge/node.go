@@ -24,6 +24,14 @@ type node struct {
 	mu   sync.Mutex
 	fid  *client.Fid
 	sess *session
+
+	// Also guarded by mu: what the kernel may have cached. attrVers is
+	// the Qid.Vers of the attributes last given to the kernel, pageVers
+	// that of the content in its page cache (valid if pageOK).
+	plain    bool
+	attrVers uint32
+	pageVers uint32
+	pageOK   bool
 }
 
 var (
@@ -107,11 +115,35 @@ func (n *node) newChild(ctx context.Context, d *plan9.Dir, f *client.Fid, s *ses
 		child.fid, child.sess = f, s
 	}
 	ch := n.NewInode(ctx, child, fs.StableAttr{Mode: fileType(d), Ino: qidIno(d.Qid)})
-	if ch.Operations() != child && f != nil {
+	cn := ch.Operations().(*node)
+	if cn != child && f != nil {
 		// The inode already existed; keep its fid, or give it ours.
-		ch.Operations().(*node).setFid(f, s)
+		cn.setFid(f, s)
 	}
+	cn.noteStat(d)
 	return ch
+}
+
+// plain reports whether a file's content may be cached by the kernel: it
+// has a length (synthetic files report 0) and is not append-only.
+func (b *bridge) plain(d *plan9.Dir) bool {
+	return b.opts.CacheTimeout > 0 && d.Qid.Type&(plan9.QTDIR|plan9.QTAPPEND) == 0 && d.Length > 0
+}
+
+// attrTimeout is how long the kernel may keep d.
+func (b *bridge) attrTimeout(d *plan9.Dir) time.Duration {
+	if b.plain(d) {
+		return b.opts.CacheTimeout
+	}
+	return b.opts.AttrTimeout
+}
+
+// noteStat records that the kernel was given d.
+func (n *node) noteStat(d *plan9.Dir) {
+	n.mu.Lock()
+	n.plain = n.b.plain(d)
+	n.attrVers = d.Qid.Vers
+	n.mu.Unlock()
 }
 
 // Lookup walks to name and stats it.
@@ -140,7 +172,8 @@ func (n *node) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut)
 		return n.b.errno("stat", n.path(), err)
 	}
 	n.b.fillAttr(d, &out.Attr)
-	out.SetTimeout(n.b.opts.AttrTimeout)
+	out.SetTimeout(n.b.attrTimeout(d))
+	n.noteStat(d)
 	return 0
 }
 
@@ -185,7 +218,7 @@ func (b *bridge) fillAttr(d *plan9.Dir, a *fuse.Attr) {
 func (b *bridge) fillEntry(d *plan9.Dir, out *fuse.EntryOut) {
 	b.fillAttr(d, &out.Attr)
 	out.SetEntryTimeout(b.opts.EntryTimeout)
-	out.SetAttrTimeout(b.opts.AttrTimeout)
+	out.SetAttrTimeout(b.attrTimeout(d))
 }
 
 func fileType(d *plan9.Dir) uint32 {
