@@ -39,12 +39,12 @@ type Options struct {
 
 // Daemon is a running server.
 type Daemon struct {
-	Config *config.Config
-	NS     *ns.NS
+	Config   *config.Config
+	NS       *ns.NS
 	Server   *ninep.Server
 	Sessions *session.Manager
 	Start    time.Time
-	log    *log.Logger
+	log      *log.Logger
 
 	mu        sync.Mutex
 	listeners []net.Listener

@@ -105,7 +105,9 @@ func TestPromptWaitReplyNeverRaces(t *testing.T) {
 	}
 }
 
-func itoa(i int) string { return strings.TrimSpace(strings.Repeat(" ", 0) + func() string { b, _ := json.Marshal(i); return string(b) }()) }
+func itoa(i int) string {
+	return strings.TrimSpace(strings.Repeat(" ", 0) + func() string { b, _ := json.Marshal(i); return string(b) }())
+}
 
 func TestNewClone(t *testing.T) {
 	fsys, _, _ := sessionSetup(t)

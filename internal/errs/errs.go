@@ -133,15 +133,25 @@ func Parse(msg string) Kind {
 	switch head {
 	case "unknown fid", "file does not exist", "no such file or directory":
 		return NotExist
+	case "file already exists":
+		return Exist
+	case "not empty":
+		return NotEmpty
 	case "create prohibited", "write prohibited", "read prohibited", "remove prohibited",
-		"wstat prohibited", "walk prohibited", "stat prohibited":
+		"wstat prohibited", "walk prohibited", "stat prohibited",
+		"not open for read", "not open for write", "cannot remove root",
+		"wstat cannot change type", "wstat cannot change dev", "wstat cannot change qid",
+		"wstat cannot change muid", "wstat cannot change DMDIR bit":
 		return Permission
 	case "walk in non-directory", "create in non-directory":
 		return NotDir
-	case "flushed":
+	case "flushed", "context canceled":
 		return Interrupted
-	case "bad offset", "bad count", "duplicate open", "duplicate fid":
+	case "bad offset", "bad count", "duplicate open", "duplicate fid", "duplicate tag",
+		"clone of open fid", "bad directory in wstat":
 		return Invalid
+	case "unknown message":
+		return Unsupported
 	}
 	return Other
 }

@@ -84,18 +84,22 @@ func (s *Session) StateVersion() uint32 { return s.stateVer.Load() }
 func (s *Session) ChatPath() string { return filepath.Join(s.dir, "chat") }
 
 // ChatSize and ChatVersion describe the chat log for stat.
-func (s *Session) ChatSize() int64       { return s.chatSize.Load() }
-func (s *Session) ChatVersion() uint32   { return s.chatVers.Load() }
-func (s *Session) EventsPath() string    { return filepath.Join(s.dir, "events.jsonl") }
-func (s *Session) ContextPath() string   { return filepath.Join(s.dir, "context.jsonl") }
-func (s *Session) SystemPrompt() []byte  { return readOrEmpty(filepath.Join(s.dir, "systemprompt")) }
-func (s *Session) Plan() []byte          { return readOrEmpty(filepath.Join(s.dir, "plan")) }
-func readOrEmpty(name string) []byte     { b, _ := os.ReadFile(name); return b }
-func (s *Session) Usage() Usage          { s.mu.Lock(); defer s.mu.Unlock(); return s.usage }
-func (s *Session) Reply() string         { s.mu.Lock(); defer s.mu.Unlock(); return s.reply }
-func (s *Session) PrevPrompt() string    { s.mu.Lock(); defer s.mu.Unlock(); return s.prev }
-func (s *Session) Offset() int64         { s.mu.Lock(); defer s.mu.Unlock(); return s.offset }
-func (s *Session) Queue() []string       { s.mu.Lock(); defer s.mu.Unlock(); return append([]string(nil), s.queue...) }
+func (s *Session) ChatSize() int64      { return s.chatSize.Load() }
+func (s *Session) ChatVersion() uint32  { return s.chatVers.Load() }
+func (s *Session) EventsPath() string   { return filepath.Join(s.dir, "events.jsonl") }
+func (s *Session) ContextPath() string  { return filepath.Join(s.dir, "context.jsonl") }
+func (s *Session) SystemPrompt() []byte { return readOrEmpty(filepath.Join(s.dir, "systemprompt")) }
+func (s *Session) Plan() []byte         { return readOrEmpty(filepath.Join(s.dir, "plan")) }
+func readOrEmpty(name string) []byte    { b, _ := os.ReadFile(name); return b }
+func (s *Session) Usage() Usage         { s.mu.Lock(); defer s.mu.Unlock(); return s.usage }
+func (s *Session) Reply() string        { s.mu.Lock(); defer s.mu.Unlock(); return s.reply }
+func (s *Session) PrevPrompt() string   { s.mu.Lock(); defer s.mu.Unlock(); return s.prev }
+func (s *Session) Offset() int64        { s.mu.Lock(); defer s.mu.Unlock(); return s.offset }
+func (s *Session) Queue() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.queue...)
+}
 func (s *Session) Changed() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()

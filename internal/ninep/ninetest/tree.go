@@ -128,6 +128,22 @@ func (t *Tree) Append(data string) {
 	g.touch()
 }
 
+// Set replaces the content of the file at path, as the daemon or a tool
+// working on disk changes a file behind a client's back.
+func (t *Tree) Set(data string, path ...string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := t.root
+	for _, name := range path {
+		if n = n.children[name]; n == nil {
+			return false
+		}
+	}
+	n.data = []byte(data)
+	n.touch()
+	return true
+}
+
 // Unblock releases every read blocked in /block; each returns "unblocked\n".
 func (t *Tree) Unblock() {
 	t.mu.Lock()

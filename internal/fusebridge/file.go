@@ -1,0 +1,207 @@
+package fusebridge
+
+import (
+	"context"
+	"io"
+	"sync"
+	"syscall"
+
+	"9fans.net/go/plan9"
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"ollie.dev/ollie/internal/errs"
+	"ollie.dev/ollie/internal/ninep/client"
+)
+
+// handle is an open file: a 9P fid opened with the file's open mode.
+type handle struct {
+	n      *node
+	mode   uint8 // 9P open mode, without OTRUNC
+	append bool  // O_APPEND: write at the end, whatever the kernel thinks it is
+
+	// mu guards fid and sess. After a reconnect the fid is stale, and the
+	// next request opens the file again (without OTRUNC).
+	mu   sync.Mutex
+	fid  *client.Fid
+	sess *session
+}
+
+var (
+	_ fs.FileReader   = (*handle)(nil)
+	_ fs.FileWriter   = (*handle)(nil)
+	_ fs.FileFlusher  = (*handle)(nil)
+	_ fs.FileReleaser = (*handle)(nil)
+)
+
+// openMode converts open(2) flags to a 9P open mode.
+func openMode(flags uint32) uint8 {
+	var mode uint8
+	switch flags & syscall.O_ACCMODE {
+	case syscall.O_RDONLY:
+		mode = plan9.OREAD
+	case syscall.O_WRONLY:
+		mode = plan9.OWRITE
+	default:
+		mode = plan9.ORDWR
+	}
+	if flags&syscall.O_TRUNC != 0 {
+		mode |= plan9.OTRUNC
+	}
+	return mode
+}
+
+// Open clones the node's fid and opens the clone.
+func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	h := &handle{n: n, mode: openMode(flags) &^ plan9.OTRUNC, append: flags&syscall.O_APPEND != 0}
+	if err := h.open(ctx, openMode(flags)); err != nil {
+		return nil, 0, n.b.errno("open", n.path(), err)
+	}
+	return h, n.cacheFlags(h.fid.Qid()), 0
+}
+
+// cacheFlags decides, at open, how the kernel may cache the file whose
+// current qid is q. Synthetic and append-only files get direct I/O, so
+// every read(2) is a Tread: they have no meaningful size, change behind
+// the kernel's back, or block. A plain file keeps its page cache only if
+// its Qid.Vers is the one the cache was filled at (close-to-open
+// consistency, as in NFS); if the attributes the kernel holds are older
+// than q, they are invalidated so the next read sees the new size.
+func (n *node) cacheFlags(q plan9.Qid) uint32 {
+	n.mu.Lock()
+	plain := n.plain && q.Type&plan9.QTAPPEND == 0
+	keep := n.pageOK && n.pageVers == q.Vers
+	staleAttr := n.attrVers != q.Vers
+	n.pageOK, n.pageVers = plain, q.Vers
+	n.mu.Unlock()
+	switch {
+	case !plain:
+		return fuse.FOPEN_DIRECT_IO
+	case keep:
+		return fuse.FOPEN_KEEP_CACHE
+	}
+	if staleAttr {
+		n.NotifyContent(-1, 0) // attributes only; pages go with !KEEP_CACHE
+	}
+	return 0
+}
+
+// open (re)establishes h.fid with mode.
+func (h *handle) open(ctx context.Context, mode uint8) error {
+	nf, s, err := h.n.walked(ctx)
+	if err != nil {
+		return err
+	}
+	f, err := nf.Walk(ctx)
+	if err != nil {
+		return err
+	}
+	if err := f.Open(ctx, mode); err != nil {
+		f.Clunk(ctx)
+		return err
+	}
+	h.mu.Lock()
+	h.fid, h.sess = f, s
+	h.mu.Unlock()
+	return nil
+}
+
+// opened returns the open fid, opening the file again if the connection
+// was re-established since.
+func (h *handle) opened(ctx context.Context) (*client.Fid, error) {
+	h.mu.Lock()
+	f, s := h.fid, h.sess
+	h.mu.Unlock()
+	if s != nil && !s.dead() && s == h.n.b.cur.Load() {
+		return f, nil
+	}
+	if err := h.open(ctx, h.mode); err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.fid, nil
+}
+
+// Read is one Tread: a short read is passed on as such, so streams and
+// blocking files behave as they do on Plan 9.
+func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	f, err := h.opened(ctx)
+	if err != nil {
+		return nil, h.n.b.errno("read", h.n.path(), err)
+	}
+	n, err := f.Read(ctx, dest, off)
+	if err != nil && err != io.EOF {
+		return nil, h.n.b.errno("read", h.n.path(), err)
+	}
+	return fuse.ReadResultData(dest[:n]), 0
+}
+
+// Write is one or more Twrites, sent now; their error is the write's.
+func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	f, err := h.opened(ctx)
+	if err != nil {
+		return 0, h.n.b.errno("write", h.n.path(), err)
+	}
+	if h.append && f.Qid().Type&plan9.QTAPPEND == 0 {
+		// The kernel's idea of the end may be stale; the server's is not.
+		// (An append-only file appends wherever we write.)
+		d, err := f.Stat(ctx)
+		if err != nil {
+			return 0, h.n.b.errno("write", h.n.path(), err)
+		}
+		off = int64(d.Length)
+	}
+	n, err := f.WriteAt(ctx, data, off)
+	if err != nil && n == 0 {
+		return 0, h.n.b.errno("write", h.n.path(), err)
+	}
+	return uint32(n), 0
+}
+
+// Flush (close(2)) has nothing to do: writes were never deferred.
+func (h *handle) Flush(ctx context.Context) syscall.Errno { return 0 }
+
+// Release clunks the fid. Nothing waits for a release (close(2) returned
+// at Flush), and a clunk cannot fail in a way anyone could act on, so it is
+// not waited for either.
+func (h *handle) Release(ctx context.Context) syscall.Errno {
+	h.mu.Lock()
+	f, s := h.fid, h.sess
+	h.fid = nil
+	h.mu.Unlock()
+	if f != nil && !s.dead() {
+		go f.Clunk(context.Background())
+	}
+	return 0
+}
+
+// Create creates and opens name in the directory n.
+func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	pf, s, err := n.walked(ctx)
+	if err != nil {
+		return nil, nil, 0, n.b.errno("create", join(n.path(), name), err)
+	}
+	f, err := pf.Walk(ctx)
+	if err != nil {
+		return nil, nil, 0, n.b.errno("create", join(n.path(), name), err)
+	}
+	omode := openMode(flags) &^ plan9.OTRUNC
+	if err := f.Create(ctx, name, plan9.Perm(mode&0777), omode); err != nil {
+		f.Clunk(ctx)
+		if errs.Is(err, errs.Exist) && flags&syscall.O_EXCL == 0 {
+			return nil, nil, 0, syscall.EEXIST
+		}
+		return nil, nil, 0, n.b.errno("create", join(n.path(), name), err)
+	}
+	d := &plan9.Dir{Qid: f.Qid(), Mode: plan9.Perm(mode & 0777), Name: name}
+	if st, err := f.Stat(ctx); err == nil {
+		d = st
+	}
+	n.b.fillEntry(d, out)
+	h := &handle{mode: omode, append: flags&syscall.O_APPEND != 0, fid: f, sess: s}
+	ch := n.newChild(ctx, d, nil, nil)
+	h.n = ch.Operations().(*node)
+	// A new file is empty, so plain it is not: direct I/O, no cache.
+	return ch, h, h.n.cacheFlags(f.Qid()), 0
+}

@@ -1,0 +1,228 @@
+package fusebridge
+
+import (
+	"context"
+	"sync"
+	"syscall"
+	"time"
+
+	"9fans.net/go/plan9"
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"ollie.dev/ollie/internal/ninep/client"
+)
+
+// node is a file or directory of the mounted tree.
+type node struct {
+	fs.Inode
+	b *bridge
+
+	// mu guards fid and sess: a walked, never-opened fid for this node
+	// (nil until first needed) and the session it belongs to.
+	mu   sync.Mutex
+	fid  *client.Fid
+	sess *session
+
+	// Also guarded by mu: what the kernel may have cached. attrVers is
+	// the Qid.Vers of the attributes last given to the kernel, pageVers
+	// that of the content in its page cache (valid if pageOK).
+	plain    bool
+	attrVers uint32
+	pageVers uint32
+	pageOK   bool
+}
+
+var (
+	_ fs.NodeLookuper       = (*node)(nil)
+	_ fs.NodeGetattrer      = (*node)(nil)
+	_ fs.NodeSetattrer      = (*node)(nil)
+	_ fs.NodeOnForgetter    = (*node)(nil)
+	_ fs.NodeOpener         = (*node)(nil)
+	_ fs.NodeOpendirHandler = (*node)(nil)
+	_ fs.NodeCreater        = (*node)(nil)
+	_ fs.NodeMkdirer        = (*node)(nil)
+	_ fs.NodeUnlinker       = (*node)(nil)
+	_ fs.NodeRmdirer        = (*node)(nil)
+	_ fs.NodeRenamer        = (*node)(nil)
+	_ fs.NodeFsyncer        = (*node)(nil)
+	_ fs.NodeStatfser       = (*node)(nil)
+)
+
+// path returns the node's slash-separated path from the root of the tree.
+func (n *node) path() string { return n.Path(n.Root()) }
+
+// walked returns the node's fid in the current session, walking to the
+// node's path if it has none or only a stale one.
+func (n *node) walked(ctx context.Context) (*client.Fid, *session, error) {
+	s, err := n.b.session(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	n.mu.Lock()
+	if n.sess == s && n.fid != nil {
+		f := n.fid
+		n.mu.Unlock()
+		return f, s, nil
+	}
+	n.mu.Unlock()
+	var f *client.Fid
+	if n.IsRoot() {
+		f = s.root
+	} else if f, err = s.root.Walk(ctx, client.SplitPath(n.path())...); err != nil {
+		return nil, nil, err
+	}
+	n.setFid(f, s)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.fid, s, nil
+}
+
+// setFid makes f, of session s, the node's fid, unless a concurrent walk
+// got there first.
+func (n *node) setFid(f *client.Fid, s *session) {
+	n.mu.Lock()
+	if n.sess == s && n.fid != nil {
+		n.mu.Unlock()
+		if f != s.root && f != n.fid {
+			f.Clunk(context.Background())
+		}
+		return
+	}
+	// An old fid belongs to a dead connection: nothing to clunk.
+	n.fid, n.sess = f, s
+	n.mu.Unlock()
+}
+
+// OnForget clunks the fid once the kernel has forgotten the node.
+func (n *node) OnForget() {
+	n.mu.Lock()
+	f, s := n.fid, n.sess
+	n.fid, n.sess = nil, nil
+	n.mu.Unlock()
+	if f != nil && s != nil && f != s.root && !s.dead() {
+		go f.Clunk(context.Background())
+	}
+}
+
+// newChild returns the inode for a file with directory entry d, reached
+// from n by name, reusing the inode if the qid is already known. f, if not
+// nil, is a fid for it in session s.
+func (n *node) newChild(ctx context.Context, d *plan9.Dir, f *client.Fid, s *session) *fs.Inode {
+	child := &node{b: n.b}
+	if f != nil {
+		child.fid, child.sess = f, s
+	}
+	ch := n.NewInode(ctx, child, fs.StableAttr{Mode: fileType(d), Ino: qidIno(d.Qid)})
+	cn := ch.Operations().(*node)
+	if cn != child && f != nil {
+		// The inode already existed; keep its fid, or give it ours.
+		cn.setFid(f, s)
+	}
+	cn.noteStat(d)
+	return ch
+}
+
+// plain reports whether a file's content may be cached by the kernel: it
+// has a length (synthetic files report 0) and is not append-only.
+func (b *bridge) plain(d *plan9.Dir) bool {
+	return b.opts.CacheTimeout > 0 && d.Qid.Type&(plan9.QTDIR|plan9.QTAPPEND) == 0 && d.Length > 0
+}
+
+// attrTimeout is how long the kernel may keep d.
+func (b *bridge) attrTimeout(d *plan9.Dir) time.Duration {
+	if b.plain(d) {
+		return b.opts.CacheTimeout
+	}
+	return b.opts.AttrTimeout
+}
+
+// noteStat records that the kernel was given d.
+func (n *node) noteStat(d *plan9.Dir) {
+	n.mu.Lock()
+	n.plain = n.b.plain(d)
+	n.attrVers = d.Qid.Vers
+	n.mu.Unlock()
+}
+
+// Lookup walks to name and stats it.
+func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	pf, s, err := n.walked(ctx)
+	if err != nil {
+		return nil, n.b.errno("walk", n.path(), err)
+	}
+	f, err := pf.Walk(ctx, name)
+	if err != nil {
+		return nil, n.b.errno("walk", join(n.path(), name), err)
+	}
+	d, err := f.Stat(ctx)
+	if err != nil {
+		f.Clunk(ctx)
+		return nil, n.b.errno("stat", join(n.path(), name), err)
+	}
+	n.b.fillEntry(d, out)
+	return n.newChild(ctx, d, f, s), 0
+}
+
+// Getattr stats the open file if there is one, else the node.
+func (n *node) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	d, err := n.stat(ctx, fh)
+	if err != nil {
+		return n.b.errno("stat", n.path(), err)
+	}
+	n.b.fillAttr(d, &out.Attr)
+	out.SetTimeout(n.b.attrTimeout(d))
+	n.noteStat(d)
+	return 0
+}
+
+func (n *node) stat(ctx context.Context, fh fs.FileHandle) (*plan9.Dir, error) {
+	if h, ok := fh.(*handle); ok {
+		if f, err := h.opened(ctx); err == nil {
+			return f.Stat(ctx)
+		}
+	}
+	f, _, err := n.walked(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return f.Stat(ctx)
+}
+
+func join(dir, name string) string {
+	if dir == "" {
+		return name
+	}
+	return dir + "/" + name
+}
+
+// fillAttr converts a 9P directory entry. 9P owners are names, not
+// numbers, so every file belongs to the user who mounted the tree.
+func (b *bridge) fillAttr(d *plan9.Dir, a *fuse.Attr) {
+	a.Ino = qidIno(d.Qid)
+	a.Mode = fileType(d) | uint32(d.Mode&0777)
+	a.Size = d.Length
+	a.Blocks = (d.Length + 511) / 512
+	a.Blksize = 4096
+	a.Nlink = 1
+	if d.Qid.Type&plan9.QTDIR != 0 {
+		a.Nlink = 2
+	}
+	a.Mtime = uint64(d.Mtime)
+	a.Atime = uint64(d.Atime)
+	a.Ctime = uint64(d.Mtime)
+	a.Owner = fuse.Owner{Uid: uint32(syscall.Getuid()), Gid: uint32(syscall.Getgid())}
+}
+
+func (b *bridge) fillEntry(d *plan9.Dir, out *fuse.EntryOut) {
+	b.fillAttr(d, &out.Attr)
+	out.SetEntryTimeout(b.opts.EntryTimeout)
+	out.SetAttrTimeout(b.attrTimeout(d))
+}
+
+func fileType(d *plan9.Dir) uint32 {
+	if d.Qid.Type&plan9.QTDIR != 0 {
+		return syscall.S_IFDIR
+	}
+	return syscall.S_IFREG
+}
