@@ -1,0 +1,26 @@
+package main
+
+import (
+	"context"
+	"os"
+
+	"ollie.dev/ollie/internal/sandbox"
+)
+
+// The sandbox helper: execute_code starts every stage as
+// `ollie sandbox-exec -- SPEC PATH ARGV...`, which confines itself and
+// execs PATH. It never returns on success; on failure it exits with the
+// status of sandbox.HelperMain, like env(1): 125, 126 or 127.
+func init() {
+	register(&command{
+		name:     sandbox.HelperCommand,
+		args:     "-- SPEC PATH ARGV0 [ARG...]",
+		short:    "confine this process and exec a program (internal)",
+		noConfig: true,
+		hidden:   true,
+		run: func(ctx context.Context, env *Env, args []string) error {
+			os.Exit(sandbox.HelperMain(args))
+			return nil
+		},
+	})
+}

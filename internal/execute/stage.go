@@ -1,0 +1,175 @@
+package execute
+
+import (
+	"context"
+	"io"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"ollie.dev/ollie/internal/errs"
+	"ollie.dev/ollie/internal/sandbox"
+)
+
+// stderrKeep is how much of a stage's stderr, head and tail, is kept.
+const stderrKeep = 4 << 10
+
+// pipeGrace bounds the wait for a stage's pipes to close once its
+// processes are dead. Only an elevated stage, which may leave the process
+// group, can hold them open longer.
+const pipeGrace = 500 * time.Millisecond
+
+// An outcome is what became of one stage.
+type outcome struct {
+	job      *job
+	stdout   *spool
+	stderr   headTail
+	exit     int // exit status; -1 when killed by a signal
+	sig      syscall.Signal
+	timedOut bool
+	limit    time.Duration // the timeout that applied
+	tooLarge bool
+	denied   string // why an elevated stage did not run
+	err      error  // the stage could not start
+}
+
+func (o *outcome) failed() bool {
+	return o.err != nil || o.exit != 0 || o.timedOut || o.tooLarge || o.denied != ""
+}
+
+// runLeaf runs one code or tool stage with stdin as its input.
+func (r *run) runLeaf(ctx context.Context, j *job, stdin *spool) *outcome {
+	o := &outcome{job: j, stdout: newSpool(r.spec.Tmp, r.e.maxStageOutput()), stderr: headTail{max: stderrKeep}}
+	if j.stage.Elevated {
+		if o.denied = r.elevate(ctx, j); o.denied != "" {
+			return o
+		}
+	}
+	o.limit = r.overall
+	if j.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, j.timeout)
+		defer cancel()
+		o.limit = j.timeout
+	}
+	var script *os.File
+	if j.script != nil {
+		f, err := memfd(j.script)
+		if err != nil {
+			o.err = err
+			return o
+		}
+		defer f.Close()
+		script = f
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		o.err = err
+		return o
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		o.err = err
+		return o
+	}
+	cmd, err := r.prep.Start(sandbox.Cmd{
+		Helper: r.e.o.Helper, Path: j.path, Args: j.argv, Env: r.env, Dir: r.spec.Cwd,
+		Script: script, Elevated: j.stage.Elevated,
+		Stdin: stdin.Reader(), Stdout: outW, Stderr: errW,
+	})
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		o.err = err
+		return o
+	}
+	pgid := cmd.Process.Pid
+	var copies sync.WaitGroup
+	tooBig := make(chan struct{})
+	copies.Add(2)
+	go func() {
+		defer copies.Done()
+		if _, err := io.Copy(o.stdout, outR); err == errTooLarge {
+			close(tooBig)
+		}
+	}()
+	go func() {
+		defer copies.Done()
+		io.Copy(&o.stderr, errR)
+	}()
+	exited := make(chan struct{})
+	go func() {
+		// WNOWAIT leaves the leader a zombie, so its pid, which is the
+		// group's id, cannot be reused before the group is killed below.
+		var info unix.Siginfo
+		for unix.Waitid(unix.P_PID, pgid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
+		}
+		close(exited)
+	}()
+	select {
+	case <-exited:
+	case <-ctx.Done():
+		o.timedOut = ctx.Err() == context.DeadlineExceeded
+	case <-tooBig:
+		o.tooLarge = true
+	}
+	// The stage is over when its first process is: whatever it left
+	// running in the background goes with it.
+	syscall.Kill(-pgid, syscall.SIGKILL)
+	<-exited
+	cmd.Wait()
+	waitPipes(&copies, outR, errR)
+	ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	o.exit = ws.ExitStatus()
+	if ws.Signaled() {
+		o.exit, o.sig = -1, ws.Signal()
+	}
+	if o.exit == 0 && (o.timedOut || o.tooLarge) {
+		o.exit = -1
+	}
+	return o
+}
+
+// waitPipes waits for the output copies to reach the end of their pipes,
+// closing the pipes if something outside the group keeps them open.
+func waitPipes(copies *sync.WaitGroup, pipes ...*os.File) {
+	done := make(chan struct{})
+	go func() { copies.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(pipeGrace):
+		for _, p := range pipes {
+			p.Close()
+		}
+		<-done
+	}
+	for _, p := range pipes {
+		p.Close()
+	}
+}
+
+// memfd returns a sealed in-memory file holding code. The interpreter
+// reads it as /dev/fd/3: no file in the workspace, no limit on size, and
+// Landlock allows it, since a memfd lives on no mounted file system.
+func memfd(code []byte) (*os.File, error) {
+	fd, err := unix.MemfdCreate("ollie-code", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return nil, errs.E(errs.Other, "execute: memfd", err)
+	}
+	f := os.NewFile(uintptr(fd), "ollie-code")
+	if _, err := f.Write(code); err != nil {
+		f.Close()
+		return nil, errs.E(errs.Other, "execute: memfd", err)
+	}
+	unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_WRITE|unix.F_SEAL_GROW|unix.F_SEAL_SHRINK|unix.F_SEAL_SEAL)
+	return f, nil
+}
+
+func (e *Executor) maxStageOutput() int64 { return int64(e.o.Sandbox.MaxStageOutputMB) << 20 }
