@@ -137,10 +137,10 @@ func seconds(v float64, max time.Duration, what string) (time.Duration, error) {
 	if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
 		return 0, badArgs(what + " must be a positive number of seconds")
 	}
-	d := time.Duration(v * float64(time.Second))
-	if d > max {
+	if v > max.Seconds() {
 		return 0, badArgs(fmt.Sprintf("%s %g is more than the limit of %d seconds", what, v, int(max/time.Second)))
 	}
+	d := time.Duration(v * float64(time.Second))
 	if v > 0 && d < time.Millisecond {
 		return 0, badArgs(what + " is less than a millisecond")
 	}

@@ -169,6 +169,12 @@ func memfd(code []byte) (*os.File, error) {
 		return nil, errs.E(errs.Other, "execute: memfd", err)
 	}
 	unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_WRITE|unix.F_SEAL_GROW|unix.F_SEAL_SHRINK|unix.F_SEAL_SEAL)
+	// Perl reads /dev/fd/N from the descriptor itself rather than
+	// reopening it, so the offset must be back at the start.
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, errs.E(errs.Other, "execute: memfd", err)
+	}
 	return f, nil
 }
 
