@@ -115,7 +115,7 @@ func TestFailureNamesStage(t *testing.T) {
 	res := f.run(steps(
 		bash(`echo one`),
 		Stage{Language: "python3", Code: "import sys\nprint('partial')\nsys.stderr.write('it broke\\n')\nsys.exit(3)"},
-		bash(`touch ` + marker),
+		bash(`touch `+marker),
 	))
 	if !res.Failed || res.Stage != "2" || res.ExitCode != 3 || !strings.Contains(res.Stderr, "it broke") {
 		t.Fatalf("got %+v", res)
