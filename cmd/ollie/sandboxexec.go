@@ -24,3 +24,11 @@ func init() {
 		},
 	})
 }
+
+// The helper runs once per stage, so it starts here, before Main sets up
+// flags, configuration and signal handling it has no use for.
+func init() {
+	if len(os.Args) > 1 && os.Args[1] == sandbox.HelperCommand {
+		os.Exit(sandbox.HelperMain(os.Args[2:]))
+	}
+}

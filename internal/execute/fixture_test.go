@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 // configuration with a fake key, another session's data, and a session
 // whose cwd is a project in the home.
 type fixture struct {
-	t                        *testing.T
+	t                        testing.TB
 	root, home, cwd, tmp     string
 	tools, cfgDir, dataDir   string
 	stateDir, runtimeDir     string
@@ -46,7 +46,7 @@ const (
 	otherText = "OTHER-SESSION-PRIVATE-TEXT"
 )
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -75,14 +75,14 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
-func mkdir(t *testing.T, d string) {
+func mkdir(t testing.TB, d string) {
 	t.Helper()
 	if err := os.MkdirAll(d, 0o755); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func write(t *testing.T, path, s string) {
+func write(t testing.TB, path, s string) {
 	t.Helper()
 	mkdir(t, filepath.Dir(path))
 	if err := os.WriteFile(path, []byte(s), 0o755); err != nil {

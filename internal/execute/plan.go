@@ -27,8 +27,6 @@ type job struct {
 	branches []*job
 }
 
-func (j *job) name() string { return "stage " + j.id + " (" + j.label + ")" }
-
 // scriptArgs are the options that make an interpreter read its program
 // from a file instead of taking it as the first operand.
 var scriptArgs = map[string][]string{

@@ -1,10 +1,10 @@
 package sandbox
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -137,40 +137,76 @@ func contains(list []string, s string) bool {
 	return i < len(list) && list[i] == s
 }
 
-// carveTTL bounds how long a carve is reused. Listing / and /etc for
-// every call would cost more than the rest of a stage's setup, and the
-// top of a file system changes rarely; what appears meanwhile is denied.
-const carveTTL = time.Minute
+// baseTTL bounds how long a base is reused. Listing / and /etc and
+// resolving dozens of paths for every call would cost more than the rest
+// of a stage's setup, and the top of a file system changes rarely; what
+// appears meanwhile is denied, not allowed.
+const baseTTL = time.Minute
 
-type carved struct {
-	dirs, files []string
+// A base is the part of a policy that depends on the profile and the
+// user but not on the session.
+type base struct {
+	dirs, files []string // system, /proc and home entries to allow, read-only
+	secrets     []string // no session directory may contain or lie in these
+	private     []string // no session directory may contain these
 	at          time.Time
 }
 
-var carveCache struct {
+var bases struct {
 	mu sync.Mutex
-	m  map[string]carved
+	m  map[string]*base
 }
 
-func cachedCarve(root string, hidden []string) (dirs, files []string, err error) {
-	key := root + "\x00" + strings.Join(hidden, "\x00")
-	carveCache.mu.Lock()
-	c, ok := carveCache.m[key]
-	carveCache.mu.Unlock()
-	if ok && time.Since(c.at) < carveTTL {
-		return c.dirs, c.files, nil
+func cachedBase(p config.Profile, paths Paths) (*base, error) {
+	key := fmt.Sprintf("%v\x00%v\x00%q\x00%q\x00%q", p.System, p.Home, p.Hide, paths.Home, paths.Private)
+	bases.mu.Lock()
+	b, ok := bases.m[key]
+	bases.mu.Unlock()
+	if ok && time.Since(b.at) < baseTTL {
+		return b, nil
 	}
-	dirs, files, err = carve(root, hidden)
+	b, err := newBase(p, paths)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	carveCache.mu.Lock()
-	if carveCache.m == nil {
-		carveCache.m = map[string]carved{}
+	bases.mu.Lock()
+	if bases.m == nil {
+		bases.m = map[string]*base{}
 	}
-	carveCache.m[key] = carved{dirs, files, time.Now()}
-	carveCache.mu.Unlock()
-	return dirs, files, nil
+	bases.m[key] = b
+	bases.mu.Unlock()
+	return b, nil
+}
+
+func newBase(p config.Profile, paths Paths) (*base, error) {
+	b := &base{at: time.Now()}
+	for _, s := range secretPaths(paths.Home) {
+		b.secrets = append(b.secrets, resolve(s))
+	}
+	for _, s := range paths.Private {
+		b.private = append(b.private, resolve(s))
+	}
+	hidden := hiddenPaths(p, paths)
+	var roots []string
+	if p.System {
+		roots = append(roots, "/")
+		d, f, err := procEntries()
+		if err != nil {
+			return nil, err
+		}
+		b.dirs, b.files = append(b.dirs, d...), append(b.files, f...)
+	}
+	if p.Home && paths.Home != "" {
+		roots = append(roots, resolve(paths.Home))
+	}
+	for _, r := range roots {
+		d, f, err := carve(r, hidden)
+		if err != nil {
+			return nil, err
+		}
+		b.dirs, b.files = append(b.dirs, d...), append(b.files, f...)
+	}
+	return b, nil
 }
 
 // procEntries are the parts of /proc that describe the system rather than

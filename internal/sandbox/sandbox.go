@@ -76,33 +76,18 @@ var devFiles = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/
 
 // New applies profile p, called name, to paths.
 func New(name string, p config.Profile, paths Paths) (*Policy, error) {
-	if err := checkPaths(&paths); err != nil {
+	b, err := cachedBase(p, paths)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPaths(&paths, b); err != nil {
 		return nil, err
 	}
 	pol := &Policy{Name: name, Limits: p.Limits}
-	hidden := hiddenPaths(p, paths)
+	pol.RODirs = append(pol.RODirs, b.dirs...)
+	pol.ROFiles = append(pol.ROFiles, b.files...)
 	if p.System {
-		dirs, files, err := cachedCarve("/", hidden)
-		if err != nil {
-			return nil, err
-		}
-		pol.RODirs = append(pol.RODirs, dirs...)
-		pol.ROFiles = append(pol.ROFiles, files...)
 		pol.RWFiles = append(pol.RWFiles, devFiles...)
-		d, f, err := procEntries()
-		if err != nil {
-			return nil, err
-		}
-		pol.RODirs = append(pol.RODirs, d...)
-		pol.ROFiles = append(pol.ROFiles, f...)
-	}
-	if p.Home && paths.Home != "" {
-		dirs, files, err := cachedCarve(paths.Home, hidden)
-		if err != nil {
-			return nil, err
-		}
-		pol.RODirs = append(pol.RODirs, dirs...)
-		pol.ROFiles = append(pol.ROFiles, files...)
 	}
 	switch p.Cwd {
 	case config.AccessRW:
@@ -154,7 +139,7 @@ func expand(path, home string) string {
 // checkPaths resolves symbolic links in the session's directories and
 // refuses those that would expose a secret: a working directory of $HOME
 // or / would otherwise grant ~/.ssh along with it.
-func checkPaths(p *Paths) error {
+func checkPaths(p *Paths, b *base) error {
 	for _, d := range []struct {
 		what string
 		path *string
@@ -170,13 +155,13 @@ func checkPaths(p *Paths) error {
 			return errs.E(errs.NotExist, d.what+" "+*d.path, err)
 		}
 		*d.path = real
-		for _, s := range append(secretPaths(p.Home), p.Private...) {
-			if s = resolve(s); within(s, real) {
+		for _, s := range append(b.secrets, b.private...) {
+			if within(s, real) {
 				return errs.E(errs.Permission, d.what+" "+real+" contains protected "+s)
 			}
 		}
-		for _, s := range secretPaths(p.Home) {
-			if s = resolve(s); within(real, s) {
+		for _, s := range b.secrets {
+			if within(real, s) {
 				return errs.E(errs.Permission, d.what+" "+real+" is inside protected "+s)
 			}
 		}
