@@ -83,11 +83,16 @@ func (r *run) result(o *outcome) *Result {
 		saved = "(not saved: " + err.Error() + ")"
 	}
 	res.Saved = saved
-	if !res.Binary {
-		h := trimEnd(o.stdout.Bytes(0, limit/2))
-		t := trimStart(o.stdout.Bytes(res.Size-limit/2, limit/2))
-		res.Output = []byte(cutMark(string(h), string(t), res.Size-int64(len(h)+len(t)), saved))
+	if res.Binary {
+		return res
 	}
+	h := trimEnd(o.stdout.Bytes(0, limit/2))
+	t := trimStart(o.stdout.Bytes(res.Size-limit/2, limit/2))
+	if bytes.IndexByte(t, 0) >= 0 || !utf8.Valid(t) {
+		res.Binary = true
+		return res
+	}
+	res.Output = []byte(cutMark(string(h), string(t), res.Size-int64(len(h)+len(t)), saved))
 	return res
 }
 
@@ -99,12 +104,12 @@ func (o *outcome) reason() string {
 		return o.denied
 	case o.timedOut:
 		return fmt.Sprintf("timed out after %v", o.limit)
+	case o.stopped:
+		return "was interrupted"
 	case o.tooLarge:
 		return "wrote more output than the limit allows"
 	case o.sig != 0:
 		return "was killed by signal " + o.sig.String()
-	case o.exit < 0:
-		return "was interrupted"
 	}
 	return fmt.Sprintf("exited with status %d", o.exit)
 }

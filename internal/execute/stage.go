@@ -30,6 +30,7 @@ type outcome struct {
 	exit     int // exit status; -1 when killed by a signal
 	sig      syscall.Signal
 	timedOut bool
+	stopped  bool // the call was cancelled
 	limit    time.Duration // the timeout that applied
 	tooLarge bool
 	denied   string // why an elevated stage did not run
@@ -117,6 +118,7 @@ func (r *run) runLeaf(ctx context.Context, j *job, stdin *spool) *outcome {
 	case <-exited:
 	case <-ctx.Done():
 		o.timedOut = ctx.Err() == context.DeadlineExceeded
+		o.stopped = !o.timedOut
 	case <-tooBig:
 		o.tooLarge = true
 	}

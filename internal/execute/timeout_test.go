@@ -117,7 +117,7 @@ func TestCancelInterrupts(t *testing.T) {
 	ctx, cancel := contextWithCancelAfter(t, 200*time.Millisecond)
 	defer cancel()
 	res, err := f.executor().Run(ctx, f.spec(), []byte(code("bash", "echo started; sleep 60")))
-	if err == nil || res == nil || !res.Failed || string(res.Output) != "started\n" {
+	if err == nil || res == nil || !res.Failed || string(res.Output) != "started\n" || res.Reason != "was interrupted" {
 		t.Fatalf("got %v, %+v", err, res)
 	}
 }
