@@ -30,7 +30,7 @@ type outcome struct {
 	exit     int // exit status; -1 when killed by a signal
 	sig      syscall.Signal
 	timedOut bool
-	stopped  bool // the call was cancelled
+	stopped  bool          // the call was cancelled
 	limit    time.Duration // the timeout that applied
 	tooLarge bool
 	denied   string // why an elevated stage did not run
