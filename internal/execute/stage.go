@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"os/exec"
 	"sync"
 	"syscall"
 	"time"
@@ -56,27 +57,41 @@ func (r *run) runLeaf(ctx context.Context, j *job, stdin *spool) *outcome {
 		defer cancel()
 		o.limit = j.timeout
 	}
+	p, err := r.start(j, stdin)
+	if err != nil {
+		o.err = err
+		return o
+	}
+	r.wait(ctx, o, p)
+	return o
+}
+
+// A proc is a started stage: its command and the read ends of its pipes.
+type proc struct {
+	cmd        *exec.Cmd
+	outR, errR *os.File
+}
+
+// start gives j its code and pipes and starts it through the helper.
+func (r *run) start(j *job, stdin *spool) (*proc, error) {
 	var script *os.File
 	if j.script != nil {
 		f, err := memfd(j.script)
 		if err != nil {
-			o.err = err
-			return o
+			return nil, err
 		}
 		defer f.Close()
 		script = f
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
-		o.err = err
-		return o
+		return nil, err
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		outR.Close()
 		outW.Close()
-		o.err = err
-		return o
+		return nil, err
 	}
 	cmd, err := r.prep.Start(sandbox.Cmd{
 		Helper: r.e.o.Helper, Path: j.path, Args: j.argv, Env: r.env, Dir: r.spec.Cwd,
@@ -88,22 +103,27 @@ func (r *run) runLeaf(ctx context.Context, j *job, stdin *spool) *outcome {
 	if err != nil {
 		outR.Close()
 		errR.Close()
-		o.err = err
-		return o
+		return nil, err
 	}
-	pgid := cmd.Process.Pid
+	return &proc{cmd, outR, errR}, nil
+}
+
+// wait collects p's output into o until its first process exits, ctx is
+// done or the output is too large, then kills its process group.
+func (r *run) wait(ctx context.Context, o *outcome, p *proc) {
+	pgid := p.cmd.Process.Pid
 	var copies sync.WaitGroup
 	tooBig := make(chan struct{})
 	copies.Add(2)
 	go func() {
 		defer copies.Done()
-		if _, err := io.Copy(o.stdout, outR); err == errTooLarge {
+		if _, err := io.Copy(o.stdout, p.outR); err == errTooLarge {
 			close(tooBig)
 		}
 	}()
 	go func() {
 		defer copies.Done()
-		io.Copy(&o.stderr, errR)
+		io.Copy(&o.stderr, p.errR)
 	}()
 	exited := make(chan struct{})
 	go func() {
@@ -126,9 +146,9 @@ func (r *run) runLeaf(ctx context.Context, j *job, stdin *spool) *outcome {
 	// running in the background goes with it.
 	syscall.Kill(-pgid, syscall.SIGKILL)
 	<-exited
-	cmd.Wait()
-	waitPipes(&copies, outR, errR)
-	ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	p.cmd.Wait()
+	waitPipes(&copies, p.outR, p.errR)
+	ws := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
 	o.exit = ws.ExitStatus()
 	if ws.Signaled() {
 		o.exit, o.sig = -1, ws.Signal()
@@ -136,7 +156,6 @@ func (r *run) runLeaf(ctx context.Context, j *job, stdin *spool) *outcome {
 	if o.exit == 0 && (o.timedOut || o.tooLarge) {
 		o.exit = -1
 	}
-	return o
 }
 
 // waitPipes waits for the output copies to reach the end of their pipes,
