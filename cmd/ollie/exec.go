@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"errors"
@@ -70,6 +71,10 @@ func runExec(ctx context.Context, env *Env, args []string) error {
 		spec.Tools = t
 	}
 	if f.ask != "" {
+		// A stage must not be able to answer its own request.
+		if insideAny(f.ask, spec.Cwd, spec.Tmp) {
+			return usagef("-ask %s is inside the sandbox's cwd or tmp, where a stage could answer itself", f.ask)
+		}
 		spec.Consent = &execute.DirConsent{Dir: f.ask, Timeout: time.Duration(sb.ConsentTimeout) * time.Second}
 	}
 	ex, err := execute.New(execute.Options{
@@ -102,4 +107,23 @@ func runExec(ctx context.Context, env *Env, args []string) error {
 func dirExists(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.IsDir()
+}
+
+// insideAny reports whether path is one of dirs or beneath one, after
+// resolving symbolic links.
+func insideAny(path string, dirs ...string) bool {
+	real := func(p string) string {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return r
+		}
+		return filepath.Clean(p)
+	}
+	path = real(path)
+	for _, d := range dirs {
+		d = real(d)
+		if path == d || strings.HasPrefix(path, d+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
 }

@@ -7,15 +7,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"ollie.dev/ollie/internal/sandbox"
 )
 
-// TestMain makes the test binary an ollie binary: the sandbox helper runs
-// as `ollie sandbox-exec` through Main, exactly as in production, and
-// OLLIE_TEST_MAIN=1 runs Main as a whole command.
+// TestMain makes the test binary an ollie binary: OLLIE_TEST_MAIN=1 runs
+// Main as a whole command, and the sandbox helper (`ollie sandbox-exec`)
+// is started from the init in sandboxexec.go, exactly as in production.
 func TestMain(m *testing.M) {
-	if os.Getenv("OLLIE_TEST_MAIN") == "1" || len(os.Args) > 1 && os.Args[1] == sandbox.HelperCommand {
+	if os.Getenv("OLLIE_TEST_MAIN") == "1" {
 		os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
@@ -82,6 +80,10 @@ func TestExecFailureAndPolicy(t *testing.T) {
 	}
 	out, code = ollie(t, env, `{"steps":[]}`, "exec", "-cwd", cwd)
 	if code != 1 || !strings.Contains(out, `ollie exec: bad request: execute_code: "steps" is missing or empty`) {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	out, code = ollie(t, env, `{"steps":[{"language":"sh","code":"true"}]}`, "exec", "-cwd", cwd, "-ask", filepath.Join(cwd, "ask"))
+	if code != 2 || !strings.Contains(out, "could answer itself") {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
 	out, code = ollie(t, env, `{"steps":[{"language":"sh","code":"true"}]}`, "exec", "-cwd", home)
