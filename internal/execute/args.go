@@ -1,0 +1,197 @@
+package execute
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"ollie.dev/ollie/internal/config"
+	"ollie.dev/ollie/internal/errs"
+)
+
+// Description is the tool's description shown to the model.
+const Description = `Run code in a sandbox, in the session's working directory. ` +
+	`steps is a pipeline: each stage's stdout is the next stage's stdin. ` +
+	`A stage is inline code {"code","language"}, a tool from t/ {"tool","args"}, ` +
+	`or {"parallel":[stages]} (each branch gets the same stdin; outputs are joined in order). ` +
+	`The result is the last stage's stdout; on failure, the failing stage, its exit status and stderr.`
+
+// Schema is the JSON schema of the tool's arguments.
+const Schema = `{"type":"object","properties":{` +
+	`"steps":{"type":"array","minItems":1,"items":{"$ref":"#/$defs/stage"}},` +
+	`"timeout":{"type":"number","description":"seconds for the whole call"}},` +
+	`"required":["steps"],"additionalProperties":false,` +
+	`"$defs":{"stage":{"type":"object","properties":{` +
+	`"code":{"type":"string"},` +
+	`"language":{"type":"string","description":"bash, sh, python3, perl, awk, sed, jq, or another interpreter on PATH"},` +
+	`"tool":{"type":"string","description":"name of a tool in t/"},` +
+	`"args":{"type":"array","items":{"type":"string"}},` +
+	`"parallel":{"type":"array","items":{"$ref":"#/$defs/stage"}},` +
+	`"elevated":{"type":"boolean","description":"run outside the sandbox; waits for a human to allow it"},` +
+	`"timeout":{"type":"number","description":"seconds for this stage"}},` +
+	`"additionalProperties":false}}}`
+
+// Args are the tool's arguments.
+type Args struct {
+	Steps   []Stage `json:"steps"`
+	Timeout float64 `json:"timeout,omitempty"` // seconds; 0 means the configured default
+
+	timeout time.Duration
+}
+
+// Stage is one element of a pipeline: exactly one of Code (with
+// Language), Tool (with Args) or Parallel.
+type Stage struct {
+	Code     string   `json:"code,omitempty"`
+	Language string   `json:"language,omitempty"`
+	Tool     string   `json:"tool,omitempty"`
+	Args     []string `json:"args,omitempty"`
+	Parallel []Stage  `json:"parallel,omitempty"`
+	Elevated bool     `json:"elevated,omitempty"`
+	Timeout  float64  `json:"timeout,omitempty"`
+}
+
+// Bounds on the shape of a call, so that a confused model cannot start
+// hundreds of processes in one go.
+const (
+	maxStages = 64
+	maxDepth  = 4
+)
+
+// ParseArgs decodes and checks the model's arguments against s's limits.
+func ParseArgs(data []byte, s config.Sandbox) (*Args, error) {
+	var a Args
+	if err := strictJSON(data, &a); err != nil {
+		return nil, badArgs(err.Error())
+	}
+	if len(a.Steps) == 0 {
+		return nil, badArgs(`"steps" is missing or empty`)
+	}
+	max := time.Duration(s.MaxTimeout) * time.Second
+	t, err := seconds(a.Timeout, max, "timeout")
+	if err != nil {
+		return nil, err
+	}
+	a.timeout = t
+	if t == 0 {
+		a.timeout = time.Duration(s.Timeout) * time.Second
+	}
+	n := 0
+	for i := range a.Steps {
+		if err := a.Steps[i].check(strconv.Itoa(i+1), 1, &n, max); err != nil {
+			return nil, err
+		}
+	}
+	return &a, nil
+}
+
+func (st *Stage) check(id string, depth int, n *int, max time.Duration) error {
+	if *n++; *n > maxStages {
+		return badArgs(fmt.Sprintf("more than %d stages", maxStages))
+	}
+	if depth > maxDepth {
+		return badArgs(fmt.Sprintf("stage %s: parallel stages nested more than %d deep", id, maxDepth))
+	}
+	kinds := 0
+	for _, set := range []bool{st.Code != "" || st.Language != "", st.Tool != "" || st.Args != nil, st.Parallel != nil} {
+		if set {
+			kinds++
+		}
+	}
+	switch {
+	case kinds == 0:
+		return badArgs("stage " + id + ": needs code, tool or parallel")
+	case kinds > 1:
+		return badArgs("stage " + id + ": give only one of code, tool and parallel")
+	case st.Code != "" && st.Language == "":
+		return badArgs("stage " + id + ": code needs a language")
+	case st.Language != "" && st.Code == "":
+		return badArgs("stage " + id + ": empty code")
+	case st.Args != nil && st.Tool == "":
+		return badArgs("stage " + id + ": args need a tool")
+	case st.Parallel != nil && len(st.Parallel) == 0:
+		return badArgs("stage " + id + ": empty parallel")
+	case st.Parallel != nil && st.Elevated:
+		return badArgs("stage " + id + ": mark the branches elevated, not the parallel stage")
+	}
+	if _, err := seconds(st.Timeout, max, "stage "+id+": timeout"); err != nil {
+		return err
+	}
+	for i := range st.Parallel {
+		if err := st.Parallel[i].check(id+"."+strconv.Itoa(i+1), depth+1, n, max); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// seconds turns a timeout in seconds into a duration, refusing absurd ones.
+func seconds(v float64, max time.Duration, what string) (time.Duration, error) {
+	if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, badArgs(what + " must be a positive number of seconds")
+	}
+	if v > max.Seconds() {
+		return 0, badArgs(fmt.Sprintf("%s %g is more than the limit of %d seconds", what, v, int(max/time.Second)))
+	}
+	d := time.Duration(v * float64(time.Second))
+	if v > 0 && d < time.Millisecond {
+		return 0, badArgs(what + " is less than a millisecond")
+	}
+	return d, nil
+}
+
+// parseStage decodes one stage, as in the configuration's preapproved list.
+func parseStage(data []byte) (Stage, error) {
+	var st Stage
+	if err := strictJSON(data, &st); err != nil {
+		return st, err
+	}
+	n := 0
+	return st, st.check("1", 1, &n, time.Hour)
+}
+
+func strictJSON(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return fmt.Errorf("%s: want %s, not %s", te.Field, kindOf(te.Type.Kind()), te.Value)
+		}
+		msg := strings.TrimPrefix(err.Error(), "json: ")
+		msg = strings.Replace(msg, "unknown field", "unknown key", 1)
+		if msg == "EOF" {
+			msg = "empty arguments"
+		}
+		return fmt.Errorf("%s", msg)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("trailing data after the arguments")
+	}
+	return nil
+}
+
+func kindOf(k reflect.Kind) string {
+	switch k {
+	case reflect.Slice:
+		return "an array"
+	case reflect.Struct:
+		return "an object"
+	case reflect.Float64:
+		return "a number"
+	case reflect.Bool:
+		return "true or false"
+	}
+	return "a string"
+}
+
+func badArgs(msg string) error { return errs.E(errs.Invalid, "execute_code: "+msg) }
+
+func itoa(i int) string { return strconv.Itoa(i) }

@@ -1,0 +1,69 @@
+package execute
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// Run with: go test -run '^$' -bench . ./internal/execute/
+// BenchmarkBareExec is the baseline the others are compared with.
+
+func benchFixture(b *testing.B) (*fixture, *Executor) {
+	f := newFixture(b)
+	return f, f.executor()
+}
+
+func BenchmarkBareExec(b *testing.B) {
+	sh, _ := lookPath("sh", "/usr/bin:/bin")
+	for b.Loop() {
+		if err := bareExec(sh); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func benchArgs(b *testing.B, args string) {
+	f, ex := benchFixture(b)
+	spec := f.spec()
+	for b.Loop() {
+		if err := ex.benchCall(b.Context(), spec, args); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkStage is one call of one sandboxed stage.
+func BenchmarkStage(b *testing.B) { benchArgs(b, benchOne) }
+
+// BenchmarkStageHelperOnly runs the stage through the helper without any
+// confinement (a preapproved elevated stage): the cost of the re-exec
+// alone.
+func BenchmarkStageHelperOnly(b *testing.B) {
+	f, _ := benchFixture(b)
+	st := Stage{Language: "sh", Code: ":", Elevated: true}
+	raw, _ := json.Marshal(st)
+	f.sb.Preapproved = []json.RawMessage{raw}
+	ex := f.executor()
+	args, _ := json.Marshal(Args{Steps: []Stage{st}})
+	spec := f.spec()
+	for b.Loop() {
+		if err := ex.benchCall(b.Context(), spec, string(args)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkSequential8(b *testing.B) { benchArgs(b, benchSeq8) }
+func BenchmarkParallel8(b *testing.B)   { benchArgs(b, benchPar8) }
+
+func TestBench(t *testing.T) {
+	f := newFixture(t)
+	r, err := f.executor().Bench(t.Context(), f.spec(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Runs != 3 || r.Bare <= 0 || r.Stage <= 0 || r.Sequential8 <= 0 || r.Parallel8 <= 0 {
+		t.Fatalf("%+v", r)
+	}
+	t.Logf("\n%s", r)
+}

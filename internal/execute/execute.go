@@ -1,0 +1,176 @@
+// Package execute runs execute_code, the one tool the model has: a
+// pipeline of stages, each inline code in some language or a named tool
+// from t/, chained stdout to stdin, with fan-out stages in between, every
+// process inside the sandbox (package sandbox).
+//
+// The agent loop builds one Executor from the configuration and calls Run
+// once per tool call:
+//
+//	ex, err := execute.New(execute.Options{
+//		Helper:  exe, // os.Executable(): ollie re-executes itself as the sandbox helper
+//		Sandbox: cfg.Sandbox,
+//		Home:    home,
+//		Private: execute.PrivatePaths(cfg),
+//		Environ: os.Environ(), // filtered: only locale and terminal variables pass
+//	})
+//	res, err := ex.Run(ctx, execute.Spec{Cwd: cwd, Tmp: tmp, Tools: tdir,
+//		Env: sessionEnv, Policy: agent.Sandbox, Consent: asker}, call.Arguments)
+//	reply := res.String() // what the model reads; err.Error() when err != nil
+//
+// The schema shown to the model is Schema, with Description; Args is its
+// Go form.
+package execute
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"time"
+
+	"ollie.dev/ollie/internal/config"
+	"ollie.dev/ollie/internal/errs"
+	"ollie.dev/ollie/internal/sandbox"
+)
+
+// Options configure an Executor from the daemon's configuration.
+type Options struct {
+	// Helper is the ollie executable, re-executed as the sandbox helper.
+	Helper string
+	// Sandbox holds the profiles, timeouts and limits.
+	Sandbox config.Sandbox
+	// Home is the user's home directory, hidden from stages by default.
+	Home string
+	// Private are ollie's own directories and files (see PrivatePaths).
+	Private []string
+	// Environ is the daemon's environment. Only allow-listed variables
+	// (locale, terminal, user name) reach a stage; keys never do.
+	Environ []string
+}
+
+// Spec is the session side of one call. Cwd and Tmp are required.
+type Spec struct {
+	Cwd   string   // working directory of every stage
+	Tmp   string   // scratch directory, read-write; full outputs are saved here
+	Tools string   // directory of named tools (t/); "" for none
+	Env   []string // the session's KEY=VALUE variables, over the base environment
+	// Policy names the sandbox profile; "" means the configured default.
+	// It comes from the agent configuration, never from the model.
+	Policy string
+	// Consent decides on elevated stages; nil denies them all.
+	Consent Consent
+	// Session names the session in consent requests.
+	Session string
+}
+
+// Executor runs calls. It is safe for concurrent use.
+type Executor struct {
+	o           Options
+	base        []string
+	preapproved []Stage
+}
+
+// New checks o and returns an Executor.
+func New(o Options) (*Executor, error) {
+	if o.Helper == "" {
+		return nil, errs.E(errs.Invalid, "execute: no helper executable")
+	}
+	if o.Sandbox.Profiles == nil {
+		o.Sandbox = config.DefaultSandbox()
+	}
+	e := &Executor{o: o, base: sandbox.BaseEnv(o.Environ)}
+	for i, raw := range o.Sandbox.Preapproved {
+		st, err := parseStage(raw)
+		if err != nil {
+			return nil, errs.E(errs.Invalid, "execute: preapproved["+itoa(i)+"]", err)
+		}
+		e.preapproved = append(e.preapproved, st)
+	}
+	return e, nil
+}
+
+// PrivatePaths lists ollie's own places in c: configuration (keys), data
+// (other sessions), state, the runtime directory (the daemon's socket)
+// and the mount point.
+func PrivatePaths(c *config.Config) []string {
+	p := []string{c.ConfigDir, c.DataDir, c.StateDir, c.RuntimeDir, c.Mount}
+	if c.File != "" {
+		p = append(p, c.File)
+	}
+	if c.Socket != "" {
+		p = append(p, filepath.Dir(c.Socket))
+	}
+	return p
+}
+
+// Run parses args (the model's JSON) and runs the pipeline.
+//
+// An error means nothing ran: the arguments were bad, a language or tool
+// does not exist, or the sandbox could not be set up; its text is meant
+// for the model. Otherwise the Result says what happened, including a
+// failing stage or a timeout, with the output produced so far. If ctx is
+// cancelled, Run kills the running stage and returns its partial Result
+// with an error of kind Interrupted.
+func (e *Executor) Run(ctx context.Context, spec Spec, args []byte) (*Result, error) {
+	start := time.Now()
+	a, err := ParseArgs(args, e.o.Sandbox)
+	if err != nil {
+		return nil, err
+	}
+	if spec.Cwd == "" || spec.Tmp == "" {
+		return nil, errs.E(errs.Invalid, "execute: spec needs cwd and tmp")
+	}
+	prof, err := e.o.Sandbox.Profile(spec.Policy)
+	if err != nil {
+		return nil, errs.E(errs.Invalid, err)
+	}
+	pol, err := sandbox.New(policyName(spec.Policy, e.o.Sandbox), prof, sandbox.Paths{
+		Home: e.o.Home, Cwd: spec.Cwd, Tmp: spec.Tmp, Tools: spec.Tools, Private: e.o.Private,
+	})
+	if err != nil {
+		return nil, err
+	}
+	jobs, err := e.plan(a, spec)
+	if err != nil {
+		return nil, err
+	}
+	prep, err := pol.Prepare(e.o.Sandbox.AllowUnsandboxed)
+	if err != nil {
+		return nil, err
+	}
+	defer prep.Close()
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
+	defer cancel()
+	r := &run{e: e, spec: spec, prep: prep, env: e.env(spec, pol), overall: a.timeout}
+	res := r.pipeline(ctx, jobs)
+	res.Duration = time.Since(start)
+	if err := ctx.Err(); err == context.Canceled {
+		return res, errs.E(errs.Interrupted, "execute_code")
+	}
+	return res, nil
+}
+
+func policyName(name string, s config.Sandbox) string {
+	if name == "" {
+		return s.Default
+	}
+	return name
+}
+
+// env is the environment of every stage: the allow-listed base, the
+// sandbox's PATH, HOME and TMPDIR in the scratch directory (so tools that
+// keep caches in $HOME work without seeing the real one), then the
+// session's own variables.
+func (e *Executor) env(spec Spec, pol *sandbox.Policy) []string {
+	return sandbox.MergeEnv(e.base, append([]string{
+		"PATH=" + e.o.Sandbox.Path,
+		"HOME=" + spec.Tmp,
+		"TMPDIR=" + spec.Tmp,
+		"PWD=" + spec.Cwd,
+		"OLLIE_SANDBOX=" + pol.Name,
+	}, spec.Env...)...)
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}

@@ -1,0 +1,202 @@
+package execute
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"ollie.dev/ollie/internal/errs"
+	"ollie.dev/ollie/internal/sandbox"
+)
+
+// stderrKeep is how much of a stage's stderr, head and tail, is kept.
+const stderrKeep = 4 << 10
+
+// pipeGrace bounds the wait for a stage's pipes to close once its
+// processes are dead. Only an elevated stage, which may leave the process
+// group, can hold them open longer.
+const pipeGrace = 500 * time.Millisecond
+
+// An outcome is what became of one stage.
+type outcome struct {
+	job      *job
+	stdout   *spool
+	stderr   headTail
+	exit     int // exit status; -1 when killed by a signal
+	sig      syscall.Signal
+	timedOut bool
+	stopped  bool          // the call was cancelled
+	limit    time.Duration // the timeout that applied
+	tooLarge bool
+	denied   string // why an elevated stage did not run
+	err      error  // the stage could not start
+}
+
+func (o *outcome) failed() bool {
+	return o.err != nil || o.exit != 0 || o.timedOut || o.tooLarge || o.denied != ""
+}
+
+// runLeaf runs one code or tool stage with stdin as its input.
+func (r *run) runLeaf(ctx context.Context, j *job, stdin *spool) *outcome {
+	o := &outcome{job: j, stdout: newSpool(r.spec.Tmp, r.e.maxStageOutput()), stderr: headTail{max: stderrKeep}}
+	if j.stage.Elevated {
+		if o.denied = r.elevate(ctx, j); o.denied != "" {
+			return o
+		}
+	}
+	o.limit = r.overall
+	if j.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, j.timeout)
+		defer cancel()
+		o.limit = j.timeout
+	}
+	p, err := r.start(j, stdin)
+	if err != nil {
+		o.err = err
+		return o
+	}
+	r.wait(ctx, o, p)
+	return o
+}
+
+// A proc is a started stage: its command and the read ends of its pipes.
+type proc struct {
+	cmd        *exec.Cmd
+	outR, errR *os.File
+}
+
+// start gives j its code and pipes and starts it through the helper.
+func (r *run) start(j *job, stdin *spool) (*proc, error) {
+	var script *os.File
+	if j.script != nil {
+		f, err := memfd(j.script)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		script = f
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, err
+	}
+	cmd, err := r.prep.Start(sandbox.Cmd{
+		Helper: r.e.o.Helper, Path: j.path, Args: j.argv, Env: r.env, Dir: r.spec.Cwd,
+		Script: script, Elevated: j.stage.Elevated,
+		Stdin: stdin.Reader(), Stdout: outW, Stderr: errW,
+	})
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		return nil, err
+	}
+	return &proc{cmd, outR, errR}, nil
+}
+
+// wait collects p's output into o until its first process exits, ctx is
+// done or the output is too large, then kills its process group.
+func (r *run) wait(ctx context.Context, o *outcome, p *proc) {
+	pgid := p.cmd.Process.Pid
+	var copies sync.WaitGroup
+	tooBig := make(chan struct{})
+	copies.Add(2)
+	go func() {
+		defer copies.Done()
+		if _, err := io.Copy(o.stdout, p.outR); err == errTooLarge {
+			close(tooBig)
+		}
+	}()
+	go func() {
+		defer copies.Done()
+		io.Copy(&o.stderr, p.errR)
+	}()
+	exited := make(chan struct{})
+	go func() {
+		// WNOWAIT leaves the leader a zombie, so its pid, which is the
+		// group's id, cannot be reused before the group is killed below.
+		var info unix.Siginfo
+		for unix.Waitid(unix.P_PID, pgid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
+		}
+		close(exited)
+	}()
+	select {
+	case <-exited:
+	case <-ctx.Done():
+		o.timedOut = ctx.Err() == context.DeadlineExceeded
+		o.stopped = !o.timedOut
+	case <-tooBig:
+		o.tooLarge = true
+	}
+	// The stage is over when its first process is: whatever it left
+	// running in the background goes with it.
+	syscall.Kill(-pgid, syscall.SIGKILL)
+	<-exited
+	p.cmd.Wait()
+	waitPipes(&copies, p.outR, p.errR)
+	ws := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	o.exit = ws.ExitStatus()
+	if ws.Signaled() {
+		o.exit, o.sig = -1, ws.Signal()
+	}
+	if o.exit == 0 && (o.timedOut || o.tooLarge) {
+		o.exit = -1
+	}
+}
+
+// waitPipes waits for the output copies to reach the end of their pipes,
+// closing the pipes if something outside the group keeps them open.
+func waitPipes(copies *sync.WaitGroup, pipes ...*os.File) {
+	done := make(chan struct{})
+	go func() { copies.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(pipeGrace):
+		for _, p := range pipes {
+			p.Close()
+		}
+		<-done
+	}
+	for _, p := range pipes {
+		p.Close()
+	}
+}
+
+// memfd returns a sealed in-memory file holding code. The interpreter
+// reads it as /dev/fd/3: no file in the workspace, no limit on size, and
+// Landlock allows it, since a memfd lives on no mounted file system.
+func memfd(code []byte) (*os.File, error) {
+	fd, err := unix.MemfdCreate("ollie-code", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return nil, errs.E(errs.Other, "execute: memfd", err)
+	}
+	f := os.NewFile(uintptr(fd), "ollie-code")
+	if _, err := f.Write(code); err != nil {
+		f.Close()
+		return nil, errs.E(errs.Other, "execute: memfd", err)
+	}
+	unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_WRITE|unix.F_SEAL_GROW|unix.F_SEAL_SHRINK|unix.F_SEAL_SEAL)
+	// Perl reads /dev/fd/N from the descriptor itself rather than
+	// reopening it, so the offset must be back at the start.
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, errs.E(errs.Other, "execute: memfd", err)
+	}
+	return f, nil
+}
+
+func (e *Executor) maxStageOutput() int64 { return int64(e.o.Sandbox.MaxStageOutputMB) << 20 }
