@@ -1,0 +1,357 @@
+package backend_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"ollie.dev/ollie/internal/backend"
+	"ollie.dev/ollie/internal/config"
+	"ollie.dev/ollie/internal/errs"
+	"ollie.dev/ollie/internal/llmtest"
+)
+
+// The contract: every backend, against the scripted server speaking its
+// wire format over real HTTP, behaves the same to the agent loop.
+
+const (
+	testKey   = "sk-test-3f9a-SECRET"
+	testModel = "test-model"
+)
+
+var kinds = []string{config.KindOpenAI, config.KindAnthropic, config.KindOllama}
+
+// newPair starts a scripted server requiring testKey and a backend of
+// kind talking to it.
+func newPair(t testing.TB, kind string, sc *llmtest.Script) (backend.Backend, *llmtest.Server) {
+	t.Helper()
+	sc.Key = testKey
+	if sc.Models == nil {
+		sc.Models = []llmtest.Model{{ID: testModel, Context: 16384}, {ID: "other-model"}}
+	}
+	srv := llmtest.NewTest(t, sc)
+	return newBackend(t, kind, srv, testKey), srv
+}
+
+func newBackend(t testing.TB, kind string, srv *llmtest.Server, key string) backend.Backend {
+	t.Helper()
+	url := srv.URL
+	if kind == config.KindOpenAI {
+		url += "/v1"
+	}
+	b, err := backend.New(config.Backend{Name: "test-" + kind, Kind: kind, BaseURL: url, Model: testModel}, key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// collect runs a chat and returns its events with the reply.
+func collect(t *testing.T, b backend.Backend, req *backend.Request) ([]backend.Event, *backend.Reply, error) {
+	t.Helper()
+	var evs []backend.Event
+	r, err := b.Chat(context.Background(), req, func(e backend.Event) error {
+		evs = append(evs, e)
+		return nil
+	})
+	return evs, r, err
+}
+
+func eachKind(t *testing.T, f func(t *testing.T, kind string)) {
+	for _, k := range kinds {
+		t.Run(k, func(t *testing.T) { f(t, k) })
+	}
+}
+
+func TestContractText(t *testing.T) {
+	const text = "Hello, world! This reply is streamed in pieces. ünïcödé ✓"
+	eachKind(t, func(t *testing.T, kind string) {
+		u := &llmtest.Usage{Input: 100, Output: 20, CacheRead: 30, CacheWrite: 10}
+		b, srv := newPair(t, kind, &llmtest.Script{Turns: []llmtest.Turn{{Text: text, Usage: u}}})
+		temp := 0.25
+		evs, r, err := collect(t, b, &backend.Request{
+			System:      "You are terse.",
+			Messages:    []backend.Message{{Role: backend.RoleUser, Text: "say hello"}},
+			Tools:       []backend.Tool{executeCode},
+			Temperature: &temp,
+			MaxTokens:   321,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got strings.Builder
+		texts := 0
+		for _, e := range evs {
+			if e.Kind == backend.EventText {
+				got.WriteString(e.Text)
+				texts++
+			}
+		}
+		if got.String() != text || r.Message.Text != text || texts < 2 {
+			t.Errorf("streamed %q in %d pieces, reply %q; want %q in several pieces", got.String(), texts, r.Message.Text, text)
+		}
+		if last := evs[len(evs)-1]; last.Kind != backend.EventUsage || last.Usage != r.Usage {
+			t.Errorf("last event %+v, want the usage %+v", last, r.Usage)
+		}
+		want := backend.Usage{Input: 100, Output: 20, CacheRead: 30, CacheWrite: 10}
+		if kind == config.KindOllama {
+			want = backend.Usage{Input: 100, Output: 20} // Ollama counts no cache
+		}
+		if r.Usage != want || r.Stop != backend.StopEnd || r.Message.Role != backend.RoleAssistant {
+			t.Errorf("usage %+v stop %q role %q, want %+v end assistant", r.Usage, r.Stop, r.Message.Role, want)
+		}
+		checkSent(t, kind, srv.Requests())
+	})
+}
+
+var executeCode = backend.Tool{
+	Name:        "execute_code",
+	Description: "Run a pipeline of code stages.",
+	Schema:      json.RawMessage(`{"type":"object","properties":{"steps":{"type":"array"},"timeout":{"type":"number"}},"required":["steps"]}`),
+}
+
+// checkSent checks what the first chat request carried on the wire.
+func checkSent(t *testing.T, kind string, reqs []llmtest.Request) {
+	t.Helper()
+	var chat *llmtest.Request
+	for i := range reqs {
+		if reqs[i].Method == http.MethodPost && !strings.HasSuffix(reqs[i].Path, "/show") {
+			chat = &reqs[i]
+			break
+		}
+	}
+	if chat == nil {
+		t.Fatalf("no chat request among %d", len(reqs))
+	}
+	if chat.Model != testModel || chat.System != "You are terse." || !chat.Stream {
+		t.Errorf("sent model %q system %q stream %v", chat.Model, chat.System, chat.Stream)
+	}
+	if len(chat.Messages) != 1 || chat.Messages[0].Role != "user" || chat.Messages[0].Text != "say hello" {
+		t.Errorf("sent messages %+v", chat.Messages)
+	}
+	if len(chat.Tools) != 1 || chat.Tools[0].Name != "execute_code" || !strings.Contains(string(chat.Tools[0].Schema), `"steps"`) {
+		t.Errorf("sent tools %+v", chat.Tools)
+	}
+	if chat.Temperature == nil || *chat.Temperature != 0.25 || chat.MaxTokens != 321 {
+		t.Errorf("sent temperature %v max tokens %d", chat.Temperature, chat.MaxTokens)
+	}
+	switch kind {
+	case config.KindOllama:
+		if chat.NumCtx != 16384 {
+			t.Errorf("sent num_ctx %d, want the model's 16384", chat.NumCtx)
+		}
+	case config.KindOpenAI:
+		if !chat.IncludeUsage {
+			t.Errorf("did not ask for usage in the stream")
+		}
+	case config.KindAnthropic:
+		if chat.CacheMarks != 2 {
+			t.Errorf("sent %d cache breakpoints, want 2 (system, last message)", chat.CacheMarks)
+		}
+	}
+}
+
+func TestContractToolCalls(t *testing.T) {
+	calls := []llmtest.Call{
+		llmtest.ExecuteCode("bash", "ls -l | grep \"go\""),
+		{Name: "execute_code", Args: json.RawMessage(`{"steps":[{"code":"print(1)","language":"python3"}],"timeout":5}`)},
+	}
+	eachKind(t, func(t *testing.T, kind string) {
+		b, srv := newPair(t, kind, &llmtest.Script{Turns: []llmtest.Turn{
+			{Text: "Running two things.", Calls: calls},
+			{Text: "Done."},
+		}})
+		req := &backend.Request{Messages: []backend.Message{{Role: backend.RoleUser, Text: "go"}}, Tools: []backend.Tool{executeCode}}
+		evs, r, err := collect(t, b, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []backend.ToolCall
+		for _, e := range evs {
+			if e.Kind == backend.EventToolCall {
+				got = append(got, e.Call)
+			}
+		}
+		if len(got) != 2 || len(r.Message.Calls) != 2 || r.Stop != backend.StopToolUse || r.Message.Text != "Running two things." {
+			t.Fatalf("got calls %+v, reply %+v", got, r)
+		}
+		for i, c := range got {
+			if c.Name != "execute_code" || c.ID == "" || !jsonEqual(c.Args, calls[i].Args) || c.ID != r.Message.Calls[i].ID {
+				t.Errorf("call %d = %s %s %s, want execute_code %s", i, c.ID, c.Name, c.Args, calls[i].Args)
+			}
+		}
+		if got[0].ID == got[1].ID {
+			t.Errorf("calls share the id %s", got[0].ID)
+		}
+		// Send the results back: the server must see the calls and the
+		// results, matched, in its own wire format.
+		req.Messages = append(req.Messages, r.Message,
+			backend.Message{Role: backend.RoleTool, CallID: got[0].ID, Text: "main.go"},
+			backend.Message{Role: backend.RoleTool, CallID: got[1].ID, Text: "1", Error: true})
+		if _, r, err = collect(t, b, req); err != nil || r.Message.Text != "Done." {
+			t.Fatalf("second turn: %v %+v", err, r)
+		}
+		checkResults(t, kind, srv.Requests(), got)
+	})
+}
+
+func checkResults(t *testing.T, kind string, reqs []llmtest.Request, calls []backend.ToolCall) {
+	t.Helper()
+	last := reqs[len(reqs)-1]
+	m := last.Messages
+	if len(m) != 4 || m[1].Role != "assistant" || len(m[1].Calls) != 2 || m[2].Role != "tool" || m[3].Role != "tool" {
+		t.Fatalf("sent messages %+v", m)
+	}
+	for i, c := range m[1].Calls {
+		if c.Name != "execute_code" || !jsonEqual(c.Args, calls[i].Args) {
+			t.Errorf("sent call %d %+v, want args %s", i, c, calls[i].Args)
+		}
+	}
+	want := []string{calls[0].ID, calls[1].ID}
+	if kind == config.KindOllama {
+		want = []string{"execute_code", "execute_code"} // Ollama matches results by tool name
+	}
+	if m[2].CallID != want[0] || m[3].CallID != want[1] || m[2].Text != "main.go" || m[3].Text != "1" {
+		t.Errorf("sent results %+v %+v, want answers to %v", m[2], m[3], want)
+	}
+}
+
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	ja, _ := json.Marshal(x)
+	jb, _ := json.Marshal(y)
+	return string(ja) == string(jb)
+}
+
+func TestContractErrors(t *testing.T) {
+	long := strings.Repeat("word ", 40)
+	cases := []struct {
+		name string
+		turn llmtest.Turn
+		kind errs.Kind
+	}{
+		{"rate limit", llmtest.Turn{Status: 429, RetryAfter: 7}, errs.RateLimited},
+		{"server error", llmtest.Turn{Status: 500}, errs.Unavailable},
+		{"overloaded", llmtest.Turn{Status: 503}, errs.Unavailable},
+		{"cut stream", llmtest.Turn{Text: long, CutAfter: 4}, errs.Unavailable},
+		{"error event", llmtest.Turn{Text: long, FailAfter: 4}, errs.Unavailable},
+		{"overflow", llmtest.Turn{Overflow: true}, errs.TooLarge},
+		{"bad request", llmtest.Turn{Status: 400}, errs.Invalid},
+	}
+	eachKind(t, func(t *testing.T, kind string) {
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				b, srv := newPair(t, kind, &llmtest.Script{Turns: []llmtest.Turn{c.turn}})
+				_, r, err := collect(t, b, &backend.Request{Messages: []backend.Message{{Role: backend.RoleUser, Text: "hi"}}})
+				if !errs.Is(err, c.kind) {
+					t.Fatalf("error %v (kind %v), want kind %v", err, errs.KindOf(err), c.kind)
+				}
+				if strings.Contains(err.Error(), testKey) {
+					t.Errorf("error shows the key: %v", err)
+				}
+				checkError(t, c.name, err, r)
+				checkKeys(t, kind, srv.Requests())
+			})
+		}
+	})
+}
+
+func checkError(t *testing.T, name string, err error, r *backend.Reply) {
+	t.Helper()
+	d, ok := backend.RetryAfter(err)
+	if name == "rate limit" && (!ok || d != 7*time.Second) {
+		t.Errorf("RetryAfter = %v %v, want 7s", d, ok)
+	} else if name != "rate limit" && ok {
+		t.Errorf("RetryAfter = %v on %v", d, err)
+	}
+	if backend.IsContextOverflow(err) != (name == "overflow") {
+		t.Errorf("IsContextOverflow = %v on %v", !(name == "overflow"), err)
+	}
+	if name == "cut stream" || name == "error event" {
+		if r == nil || r.Message.Text == "" || !strings.HasPrefix(strings.Repeat("word ", 40), r.Message.Text) {
+			t.Errorf("partial reply %+v, want the text that arrived", r)
+		}
+	}
+}
+
+// checkKeys asserts the key went in a header of every request and never
+// in a URL or a body.
+func checkKeys(t *testing.T, kind string, reqs []llmtest.Request) {
+	t.Helper()
+	for _, r := range reqs {
+		if strings.Contains(r.Path+"?"+r.Query, testKey) || strings.Contains(string(r.Body), testKey) {
+			t.Errorf("%s %s: key in the URL or body", r.Method, r.Path)
+		}
+		auth := r.Header.Get("Authorization") == "Bearer "+testKey
+		if kind == config.KindAnthropic {
+			auth = auth && r.Header.Get("X-Api-Key") == testKey
+		}
+		if !auth {
+			t.Errorf("%s %s: key not sent in the auth header", r.Method, r.Path)
+		}
+	}
+}
+
+func TestContractAuth(t *testing.T) {
+	eachKind(t, func(t *testing.T, kind string) {
+		srv := llmtest.NewTest(t, &llmtest.Script{Key: testKey})
+		b := newBackend(t, kind, srv, "sk-wrong-key")
+		_, _, err := collect(t, b, &backend.Request{Messages: []backend.Message{{Role: backend.RoleUser, Text: "hi"}}})
+		if !errs.Is(err, errs.Permission) || strings.Contains(err.Error(), "sk-wrong-key") {
+			t.Errorf("error %v, want a permission error without the key", err)
+		}
+		if _, err := b.Models(context.Background()); !errs.Is(err, errs.Permission) {
+			t.Errorf("models: %v, want a permission error", err)
+		}
+	})
+}
+
+func TestContractModels(t *testing.T) {
+	eachKind(t, func(t *testing.T, kind string) {
+		b, srv := newPair(t, kind, &llmtest.Script{})
+		ms, err := b.Models(context.Background())
+		if err != nil || len(ms) != 2 || ms[0].ID != testModel || ms[1].ID != "other-model" {
+			t.Fatalf("Models = %+v, %v", ms, err)
+		}
+		for range 2 { // the second answer comes from the cache
+			n, err := b.ContextWindow(context.Background(), testModel)
+			if err != nil || n != 16384 {
+				t.Errorf("ContextWindow = %d, %v; want 16384", n, err)
+			}
+		}
+		if _, err := b.ContextWindow(context.Background(), "no-such-model"); !errs.Is(err, errs.NotExist) {
+			t.Errorf("ContextWindow of an unknown model: %v, want not found", err)
+		}
+		if b.Name() != "test-"+kind || b.Kind() != kind {
+			t.Errorf("Name, Kind = %s, %s", b.Name(), b.Kind())
+		}
+		checkKeys(t, kind, srv.Requests())
+	})
+}
+
+func TestContractCancel(t *testing.T) {
+	stop := errors.New("stop reading")
+	eachKind(t, func(t *testing.T, kind string) {
+		b, _ := newPair(t, kind, &llmtest.Script{Loop: true, Turns: []llmtest.Turn{{Text: strings.Repeat("tick ", 50)}}})
+		req := &backend.Request{Messages: []backend.Message{{Role: backend.RoleUser, Text: "hi"}}}
+		// An error from the callback stops the stream and comes back as is.
+		_, err := b.Chat(context.Background(), req, func(backend.Event) error { return stop })
+		if !errors.Is(err, stop) {
+			t.Errorf("callback error: got %v", err)
+		}
+		// Cancelling the context interrupts the stream.
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		_, err = b.Chat(ctx, req, func(backend.Event) error { cancel(); return nil })
+		if !errs.Is(err, errs.Interrupted) {
+			t.Errorf("cancelled: got %v, want interrupted", err)
+		}
+	})
+}
