@@ -1,7 +1,9 @@
 package backend
 
 import (
+	"encoding/json"
 	"strconv"
+	"strings"
 
 	"github.com/openai/openai-go/v3"
 
@@ -58,8 +60,11 @@ func (d *openaiDecoder) delta(delta *openai.ChatCompletionChunkChoiceDelta) erro
 	// Reasoning, under the names vLLM, DeepSeek, llama.cpp (reasoning_content)
 	// and OpenRouter, Ollama (reasoning) use.
 	for _, k := range []string{"reasoning_content", "reasoning"} {
-		if f, ok := delta.JSON.ExtraFields[k]; ok && f.Valid() {
-			if s, err := strconv.Unquote(f.Raw()); err == nil {
+		// Extra fields are never Valid to the SDK, which does not know
+		// them; their raw JSON is there.
+		if f, ok := delta.JSON.ExtraFields[k]; ok && strings.HasPrefix(f.Raw(), `"`) {
+			var s string
+			if json.Unmarshal([]byte(f.Raw()), &s) == nil {
 				if err := d.a.addThinking(s); err != nil {
 					return err
 				}

@@ -4,18 +4,18 @@ import "unicode/utf8"
 
 // EstimateTokens estimates the number of tokens s takes in the
 // tokenizers of current models, for usage a server did not report and
-// for ctxsz. It counts as BPE tokenizers split: a word of up to six
-// letters is one token and longer ones are more, digits go in threes,
-// punctuation is a token each, a space joins the word after it, and a CJK
-// character is a token. On English prose it comes within about 15% of
-// the real count, where characters/4 is off by more for code, JSON and
-// non-Latin text.
+// for ctxsz. It counts as BPE tokenizers split: a word of up to eight
+// letters is one token and longer ones are more, digits and runs of
+// punctuation go in threes, a space joins the word after it, and a CJK
+// character is a token. On English prose and code it comes within about
+// 15% of the real count, where characters/4 is off by more for code,
+// JSON and non-Latin text.
 func EstimateTokens(s string) int {
-	n, letters, digits, ws := 0, 0, 0, 0
+	n, letters, digits, punct, ws := 0, 0, 0, 0, 0
 	plain := true // the whitespace run is spaces only
 	flush := func() {
-		n += (letters+5)/6 + (digits+2)/3
-		letters, digits = 0, 0
+		n += (letters+7)/8 + (digits+2)/3 + (punct+2)/3
+		letters, digits, punct = 0, 0, 0
 		// One space rides with the next word; other runs of whitespace
 		// (newlines, indentation) are about a token per eight characters.
 		if ws > 1 || ws == 1 && !plain {
@@ -40,6 +40,9 @@ func EstimateTokens(s string) int {
 		case ws > 0:
 			flush()
 		}
+		if punct > 0 && (r >= utf8.RuneSelf || isWordChar(r)) {
+			flush()
+		}
 		switch {
 		case r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '_':
 			letters++
@@ -51,12 +54,18 @@ func EstimateTokens(s string) int {
 		case r >= utf8.RuneSelf:
 			letters += 2 // other scripts and accents: fewer characters per token
 		default:
-			flush()
-			n++ // punctuation
+			if letters+digits > 0 {
+				flush()
+			}
+			punct++
 		}
 	}
 	flush()
 	return n
+}
+
+func isWordChar(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '_' || r >= '0' && r <= '9'
 }
 
 // EstimateRequest estimates the input tokens of req: its text, tool

@@ -57,9 +57,12 @@ type Turn struct {
 	FailAfter  int  `json:"fail_after,omitempty"`
 
 	// Raw, or the contents of RawFile (relative to the script file), is
-	// sent byte for byte as the body of a 200 response: a recorded stream.
+	// sent byte for byte as the body of the response: a recorded stream,
+	// or with Status a recorded error.
 	Raw     string `json:"raw,omitempty"`
 	RawFile string `json:"raw_file,omitempty"`
+	// Headers are added to the response.
+	Headers map[string]string `json:"headers,omitempty"`
 }
 
 // A Call is one tool call of a Turn.

@@ -155,14 +155,11 @@ func (s *Server) chat(d *dialect) http.HandlerFunc {
 			return
 		}
 		turn, seq := s.pick(&req)
+		for k, v := range turn.Headers {
+			w.Header().Set(k, v)
+		}
 		if turn.Raw != "" || turn.RawFile != "" {
-			raw, err := s.script.raw(&turn)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusInternalServerError)
-				return
-			}
-			w.Header().Set("Content-Type", d.contentType)
-			w.Write(raw)
+			s.replay(w, d, &turn)
 			return
 		}
 		switch {
@@ -180,6 +177,25 @@ func (s *Server) chat(d *dialect) http.HandlerFunc {
 			st.end()
 		}
 	}
+}
+
+// replay sends a turn's recorded bytes.
+func (s *Server) replay(w http.ResponseWriter, d *dialect, t *Turn) {
+	raw, err := s.script.raw(t)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	status, ctype := http.StatusOK, d.contentType
+	if t.Status != 0 {
+		status, ctype = t.Status, "application/json"
+	}
+	if t.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(t.RetryAfter))
+	}
+	w.Header().Set("Content-Type", ctype)
+	w.WriteHeader(status)
+	w.Write(raw)
 }
 
 // pick chooses the turn for a chat request and returns it with the
