@@ -355,3 +355,28 @@ func TestContractCancel(t *testing.T) {
 		}
 	})
 }
+
+func TestNoModel(t *testing.T) {
+	eachKind(t, func(t *testing.T, kind string) {
+		srv := llmtest.NewTest(t, &llmtest.Script{Models: []llmtest.Model{{ID: "pulled:latest"}}})
+		url := srv.URL
+		if kind == config.KindOpenAI {
+			url += "/v1"
+		}
+		b, err := backend.New(config.Backend{Name: "n", Kind: kind, BaseURL: url}, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := b.Chat(context.Background(), &backend.Request{Messages: []backend.Message{{Role: backend.RoleUser, Text: "hi"}}}, nil)
+		if kind == config.KindOllama {
+			// A local Ollama with no model configured uses one it has.
+			if err != nil || srv.Requests()[len(srv.Requests())-1].Model != "pulled:latest" || r.Message.Text != "ok" {
+				t.Errorf("got %v, %+v", err, srv.Requests())
+			}
+			return
+		}
+		if !errs.Is(err, errs.Invalid) || len(srv.Requests()) != 0 {
+			t.Errorf("got %v after %d requests, want a bad request error before any", err, len(srv.Requests()))
+		}
+	})
+}

@@ -217,8 +217,25 @@ func (b *ollamaBackend) ContextWindow(ctx context.Context, model string) (int, e
 	})
 }
 
+// resolve returns the model of a request. With no model given or
+// configured it is the first model the server has, so that ollie with no
+// configuration at all works with whatever a local Ollama has pulled.
+func (b *ollamaBackend) resolve(ctx context.Context, model string) (string, error) {
+	if m, err := b.model(model); err == nil {
+		return m, nil
+	}
+	ms, err := b.Models(ctx)
+	if err != nil {
+		return "", err
+	}
+	if len(ms) == 0 {
+		return "", errs.E(errs.NotExist, "backend "+b.cfg.Name+": no model given and none pulled; run ollama pull MODEL")
+	}
+	return ms[0].ID, nil
+}
+
 func (b *ollamaBackend) Chat(ctx context.Context, req *Request, fn func(Event) error) (*Reply, error) {
-	model, err := b.model(req.Model)
+	model, err := b.resolve(ctx, req.Model)
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,9 @@ type Script struct {
 	// Instant writes the whole response at once with no pauses and no
 	// flushes between events, for benchmarks.
 	Instant bool `json:"instant,omitempty"`
+	// NoRecord keeps no log of requests, so a long benchmark does not
+	// grow the server's memory.
+	NoRecord bool `json:"no_record,omitempty"`
 	// Key, when set, is the API key every request must carry in its auth
 	// header; a request without it gets the API's 401 error.
 	Key    string  `json:"key,omitempty"`

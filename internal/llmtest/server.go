@@ -122,7 +122,9 @@ func (s *Server) record(api string, r *http.Request) (Request, error) {
 		err = rec.parse()
 	}
 	s.mu.Lock()
-	s.reqs = append(s.reqs, rec)
+	if !s.script.NoRecord {
+		s.reqs = append(s.reqs, rec)
+	}
 	s.mu.Unlock()
 	return rec, err
 }
