@@ -196,3 +196,25 @@ func ollamaText(t *testing.T, body []byte) string {
 	}
 	return b.String()
 }
+
+// TestDemoScript keeps the example of docs/backends.md working.
+func TestDemoScript(t *testing.T) {
+	sc, err := llmtest.LoadScript(filepath.Join("testdata", "demo.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Latency = 0
+	srv := llmtest.NewTest(t, sc)
+	_, body, _ := post(t, srv, "/api/chat", `{"model":"m","messages":[{"role":"user","content":"Run uname -a"}]}`)
+	if !bytes.Contains(body, []byte(`"arguments":{"steps":[{"code":"uname -a","language":"bash"}]}`)) {
+		t.Errorf("run rule: %s", body)
+	}
+	_, body, _ = post(t, srv, "/api/chat", `{"model":"m","messages":[{"role":"tool","content":"Linux box"}]}`)
+	if got := ollamaText(t, body); got != "The command printed:\nLinux box" {
+		t.Errorf("tool rule: %q", got)
+	}
+	_, body, _ = post(t, srv, "/api/chat", `{"model":"m","messages":[{"role":"user","content":"hello"}]}`)
+	if got := ollamaText(t, body); !strings.HasSuffix(got, "You said: hello") {
+		t.Errorf("default: %q", got)
+	}
+}
