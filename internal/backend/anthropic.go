@@ -139,7 +139,16 @@ func anthropicMessages(in []Message) ([]anthropic.MessageParam, error) {
 				add(true, anthropic.NewTextBlock(m.Text))
 			}
 		case RoleTool:
-			add(true, anthropic.NewToolResultBlock(m.CallID, m.Text, m.Error))
+			// Not NewToolResultBlock: it sends an empty text block for an
+			// empty result, which the API refuses.
+			tr := anthropic.ToolResultBlockParam{ToolUseID: m.CallID}
+			if m.Text != "" {
+				tr.Content = []anthropic.ToolResultBlockParamContentUnion{{OfText: &anthropic.TextBlockParam{Text: m.Text}}}
+			}
+			if m.Error {
+				tr.IsError = anthropic.Bool(true)
+			}
+			add(true, anthropic.ContentBlockParamUnion{OfToolResult: &tr})
 		case RoleAssistant:
 			var blocks []anthropic.ContentBlockParamUnion
 			if m.Text != "" {

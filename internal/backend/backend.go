@@ -230,7 +230,8 @@ func (b *base) window(ctx context.Context, model string, lookup func(context.Con
 		}
 	}
 	if n == 0 {
-		return 0, errs.E(errs.NotExist, "backend "+b.cfg.Name+": context window of "+model+" unknown; set context_window in ollie.json")
+		// err, if any, says why the server did not tell: an unknown model.
+		return 0, errs.E(errs.NotExist, "backend "+b.cfg.Name+": context window of "+model+" unknown; set context_window in ollie.json", err)
 	}
 	b.mu.Lock()
 	if b.windows == nil {

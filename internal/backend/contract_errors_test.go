@@ -163,3 +163,17 @@ func TestNoModel(t *testing.T) {
 		}
 	})
 }
+
+func TestOllamaUnknownModel(t *testing.T) {
+	// /api/show does not know the model: the chat goes without num_ctx,
+	// for /api/chat to answer in its own words.
+	b, srv := newPair(t, config.KindOllama, &llmtest.Script{})
+	_, err := b.Chat(context.Background(), &backend.Request{Model: "unpulled", Messages: []backend.Message{{Role: backend.RoleUser, Text: "hi"}}}, nil)
+	reqs := srv.Requests()
+	if err != nil || len(reqs) != 2 || reqs[0].Path != "/api/show" || reqs[1].Model != "unpulled" || reqs[1].NumCtx != 0 {
+		t.Errorf("got %v after %+v", err, reqs)
+	}
+	if _, err := b.ContextWindow(context.Background(), "unpulled"); !errs.Is(err, errs.NotExist) || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("ContextWindow: %v, want not found with the server's reason", err)
+	}
+}

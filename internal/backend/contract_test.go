@@ -188,7 +188,7 @@ func TestContractToolCalls(t *testing.T) {
 		// results, matched, in its own wire format.
 		req.Messages = append(req.Messages, r.Message,
 			backend.Message{Role: backend.RoleTool, CallID: got[0].ID, Text: "main.go"},
-			backend.Message{Role: backend.RoleTool, CallID: got[1].ID, Text: "1", Error: true})
+			backend.Message{Role: backend.RoleTool, CallID: got[1].ID, Text: "", Error: true})
 		if _, r, err = collect(t, b, req); err != nil || r.Message.Text != "Done." {
 			t.Fatalf("second turn: %v %+v", err, r)
 		}
@@ -212,8 +212,11 @@ func checkResults(t *testing.T, kind string, reqs []llmtest.Request, calls []bac
 	if kind == config.KindOllama {
 		want = []string{"execute_code", "execute_code"} // Ollama matches results by tool name
 	}
-	if m[2].CallID != want[0] || m[3].CallID != want[1] || m[2].Text != "main.go" || m[3].Text != "1" {
+	if m[2].CallID != want[0] || m[3].CallID != want[1] || m[2].Text != "main.go" || m[3].Text != "" {
 		t.Errorf("sent results %+v %+v, want answers to %v", m[2], m[3], want)
+	}
+	if strings.Contains(string(last.Body), `"text":""`) {
+		t.Errorf("sent an empty text block: %s", last.Body)
 	}
 }
 

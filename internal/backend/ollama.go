@@ -76,12 +76,19 @@ func (b *ollamaBackend) request(ctx context.Context, req *Request, model string)
 	numCtx := req.NumCtx
 	if numCtx <= 0 {
 		n, err := b.ContextWindow(ctx, model)
-		if err != nil {
+		switch {
+		case errs.Is(err, errs.NotExist):
+			// An unknown model: /api/chat says so better, with a hint to
+			// pull it.
+		case err != nil:
 			return nil, err
 		}
 		numCtx = n
 	}
-	r := &ollamaRequest{Model: model, Stream: true, Options: map[string]any{"num_ctx": numCtx}}
+	r := &ollamaRequest{Model: model, Stream: true, Options: map[string]any{}}
+	if numCtx > 0 {
+		r.Options["num_ctx"] = numCtx
+	}
 	if req.Temperature != nil {
 		r.Options["temperature"] = *req.Temperature
 	}
