@@ -27,6 +27,7 @@ func TestContractErrors(t *testing.T) {
 		{"error event", llmtest.Turn{Text: long, FailAfter: 4}, errs.Unavailable},
 		{"overflow", llmtest.Turn{Overflow: true}, errs.TooLarge},
 		{"bad request", llmtest.Turn{Status: 400}, errs.Invalid},
+		{"key revoked", llmtest.Turn{Status: 401}, errs.Permission},
 	}
 	eachKind(t, func(t *testing.T, kind string) {
 		for _, c := range cases {

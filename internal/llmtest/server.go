@@ -170,6 +170,8 @@ func (s *Server) chat(d *dialect) http.HandlerFunc {
 			d.fail(w, turn.Status, failRate, turn.RetryAfter)
 		case turn.Status >= 500:
 			d.fail(w, turn.Status, failServer, turn.RetryAfter)
+		case turn.Status == http.StatusUnauthorized || turn.Status == http.StatusForbidden:
+			d.fail(w, turn.Status, failAuth, 0)
 		case turn.Status != 0:
 			d.fail(w, turn.Status, failBadRequest, turn.RetryAfter)
 		default:
