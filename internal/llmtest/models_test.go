@@ -1,7 +1,6 @@
 package llmtest_test
 
 import (
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,17 +12,8 @@ import (
 
 func get(t *testing.T, url string, header ...string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, url, nil)
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	status, body, _ := send(t, http.MethodGet, url, "", header...)
+	return status, string(body)
 }
 
 func TestModels(t *testing.T) {

@@ -85,17 +85,11 @@ func (r *Request) parseOpenAI() error {
 				} `json:"function"`
 			} `json:"tool_calls"`
 		} `json:"messages"`
-		Tools []struct {
-			Function struct {
-				Name        string          `json:"name"`
-				Description string          `json:"description"`
-				Parameters  json.RawMessage `json:"parameters"`
-			} `json:"function"`
-		} `json:"tools"`
-		MaxTokens           int      `json:"max_tokens"`
-		MaxCompletionTokens int      `json:"max_completion_tokens"`
-		Temperature         *float64 `json:"temperature"`
-		Stream              bool     `json:"stream"`
+		Tools               []functionTool `json:"tools"`
+		MaxTokens           int            `json:"max_tokens"`
+		MaxCompletionTokens int            `json:"max_completion_tokens"`
+		Temperature         *float64       `json:"temperature"`
+		Stream              bool           `json:"stream"`
 		StreamOptions       struct {
 			IncludeUsage bool `json:"include_usage"`
 		} `json:"stream_options"`
@@ -117,10 +111,23 @@ func (r *Request) parseOpenAI() error {
 		}
 		r.Messages = append(r.Messages, msg)
 	}
-	for _, t := range b.Tools {
+	r.addTools(b.Tools)
+	return nil
+}
+
+// functionTool is a tool as OpenAI and Ollama requests carry it.
+type functionTool struct {
+	Function struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Parameters  json.RawMessage `json:"parameters"`
+	} `json:"function"`
+}
+
+func (r *Request) addTools(tools []functionTool) {
+	for _, t := range tools {
 		r.Tools = append(r.Tools, Tool{t.Function.Name, t.Function.Description, t.Function.Parameters})
 	}
-	return nil
 }
 
 func (r *Request) parseAnthropic() error {
@@ -206,14 +213,8 @@ func (r *Request) parseOllama() error {
 				} `json:"function"`
 			} `json:"tool_calls"`
 		} `json:"messages"`
-		Tools []struct {
-			Function struct {
-				Name        string          `json:"name"`
-				Description string          `json:"description"`
-				Parameters  json.RawMessage `json:"parameters"`
-			} `json:"function"`
-		} `json:"tools"`
-		Stream  *bool `json:"stream"`
+		Tools   []functionTool `json:"tools"`
+		Stream  *bool          `json:"stream"`
 		Options struct {
 			NumCtx      int      `json:"num_ctx"`
 			NumPredict  int      `json:"num_predict"`
@@ -237,9 +238,7 @@ func (r *Request) parseOllama() error {
 		}
 		r.Messages = append(r.Messages, msg)
 	}
-	for _, t := range b.Tools {
-		r.Tools = append(r.Tools, Tool{t.Function.Name, t.Function.Description, t.Function.Parameters})
-	}
+	r.addTools(b.Tools)
 	return nil
 }
 

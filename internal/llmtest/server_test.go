@@ -21,7 +21,12 @@ var update = flag.Bool("update", false, "rewrite the golden streams in testdata"
 // the body as read until the server stopped.
 func post(t *testing.T, srv *llmtest.Server, path, body string, header ...string) (int, []byte, error) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, srv.URL+path, strings.NewReader(body))
+	return send(t, http.MethodPost, srv.URL+path, body, header...)
+}
+
+func send(t *testing.T, method, url, body string, header ...string) (int, []byte, error) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
