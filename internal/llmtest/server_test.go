@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"ollie.dev/ollie/internal/llmtest"
 )
@@ -221,5 +222,14 @@ func TestDemoScript(t *testing.T) {
 	_, body, _ = post(t, srv, "/api/chat", `{"model":"m","messages":[{"role":"user","content":"hello"}]}`)
 	if got := ollamaText(t, body); !strings.HasSuffix(got, "You said: hello") {
 		t.Errorf("default: %q", got)
+	}
+}
+
+func TestLatency(t *testing.T) {
+	// Paced streams arrive whole; the pause itself is not timed here.
+	srv := llmtest.NewTest(t, &llmtest.Script{Latency: llmtest.Duration(time.Millisecond), Turns: []llmtest.Turn{{Text: "a paced reply"}}})
+	_, body, err := post(t, srv, "/api/chat", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`)
+	if got := ollamaText(t, body); err != nil || got != "a paced reply" {
+		t.Errorf("got %q, %v", got, err)
 	}
 }
