@@ -22,6 +22,10 @@ type Backend struct {
 	Model     string `json:"model,omitempty"`       // default model
 	APIKeyEnv string `json:"api_key_env,omitempty"` // environment variable holding the key
 	APIKey    string `json:"api_key,omitempty"`     // discouraged; prefer api_key_env
+	// ContextWindow overrides the context window the server reports, for
+	// servers that report none. For Ollama it is the num_ctx to allocate
+	// (default: the model's own window, capped at 32768 to bound memory).
+	ContextWindow int `json:"context_window,omitempty"`
 }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
@@ -46,6 +50,9 @@ func checkBackends(bs []Backend) error {
 		case KindOpenAI, KindAnthropic, KindOllama:
 		default:
 			return fmt.Errorf("backend %s: unknown kind %q (want openai, anthropic or ollama)", b.Name, b.Kind)
+		}
+		if b.ContextWindow < 0 {
+			return fmt.Errorf("backend %s: context_window %d is negative", b.Name, b.ContextWindow)
 		}
 		if b.BaseURL != "" {
 			u, err := url.Parse(b.BaseURL)

@@ -1,0 +1,114 @@
+package backend
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+)
+
+// An assembler collects the pieces of a streamed response into a Reply
+// and passes each piece to the caller's callback as an Event. Every
+// backend's stream decoder feeds one.
+type assembler struct {
+	ctx   context.Context
+	name  string // the backend's
+	fn    func(Event) error
+	req   *Request
+	text  strings.Builder
+	reply Reply
+	usage bool // the server reported usage
+}
+
+func newAssembler(ctx context.Context, name string, req *Request, model string, fn func(Event) error) *assembler {
+	a := &assembler{ctx: ctx, name: name, fn: fn, req: req}
+	a.reply.Message.Role = RoleAssistant
+	a.reply.Model = model
+	return a
+}
+
+// emit passes an event to the callback. Once the context is done no
+// event is passed, even if the rest of the response is already read.
+func (a *assembler) emit(e Event) error {
+	if err := a.ctx.Err(); err != nil {
+		return transportError(a.name, a.ctx, err)
+	}
+	if a.fn == nil {
+		return nil
+	}
+	return a.fn(e)
+}
+
+func (a *assembler) addText(s string) error {
+	if s == "" {
+		return nil
+	}
+	a.text.WriteString(s)
+	return a.emit(Event{Kind: EventText, Text: s})
+}
+
+func (a *assembler) addThinking(s string) error {
+	if s == "" {
+		return nil
+	}
+	return a.emit(Event{Kind: EventThinking, Text: s})
+}
+
+// addCall adds a complete tool call, giving it an id if the server gave
+// none (Ollama) and normalizing its arguments.
+func (a *assembler) addCall(id, name string, args []byte) error {
+	calls := a.reply.Message.Calls
+	if id == "" {
+		id = "call_" + strconv.Itoa(len(calls)+1)
+	}
+	c := ToolCall{ID: id, Name: name, Args: normArgs(args)}
+	a.reply.Message.Calls = append(calls, c)
+	return a.emit(Event{Kind: EventToolCall, Call: c})
+}
+
+// setUsage records usage the server reported.
+func (a *assembler) setUsage(u Usage) {
+	a.reply.Usage = u
+	a.usage = true
+}
+
+// partial returns what arrived so far, for an error return.
+func (a *assembler) partial() *Reply {
+	a.reply.Message.Text = a.text.String()
+	r := a.reply
+	return &r
+}
+
+// finish completes the reply: estimates usage the server did not report
+// and sends the usage event.
+func (a *assembler) finish(stop StopReason) (*Reply, error) {
+	r := a.partial()
+	r.Stop = stop
+	if len(r.Message.Calls) > 0 && stop == StopEnd {
+		// Ollama and some OpenAI-compatible servers say "stop" after
+		// tool calls; what the caller must do next is run them.
+		r.Stop = StopToolUse
+	}
+	if !a.usage {
+		r.Usage = Usage{Input: EstimateRequest(a.req), Output: estimateMessage(&r.Message), Estimated: true}
+	}
+	a.reply = *r
+	if err := a.emit(Event{Kind: EventUsage, Usage: r.Usage}); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+// normArgs makes tool arguments valid JSON (see ToolCall.Args).
+func normArgs(raw []byte) json.RawMessage {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return json.RawMessage("{}")
+	}
+	if json.Valid(raw) {
+		return bytes.Clone(raw)
+	}
+	b, _ := json.Marshal(string(raw))
+	return b
+}

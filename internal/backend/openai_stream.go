@@ -1,0 +1,117 @@
+package backend
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/openai/openai-go/v3"
+
+	"ollie.dev/ollie/internal/errs"
+)
+
+// openaiDecoder turns chat.completion.chunk objects into events. Text
+// goes out as it comes; a tool call's arguments arrive in pieces under
+// its index, so calls are sent whole when the response finishes.
+type openaiDecoder struct {
+	a      *assembler
+	calls  []openaiCall // in order of first appearance
+	finish string       // finish_reason, once seen
+}
+
+type openaiCall struct {
+	index    int64
+	id, name string
+	args     []byte
+}
+
+func (d *openaiDecoder) chunk(c *openai.ChatCompletionChunk) error {
+	if c.JSON.Usage.Valid() {
+		u := c.Usage
+		cached := int(u.PromptTokensDetails.CachedTokens)
+		written := int(u.PromptTokensDetails.CacheWriteTokens)
+		d.a.setUsage(Usage{
+			// prompt_tokens counts the cached tokens too.
+			Input:      max(0, int(u.PromptTokens)-cached-written),
+			Output:     int(u.CompletionTokens),
+			CacheRead:  cached,
+			CacheWrite: written,
+		})
+	}
+	if c.Model != "" {
+		d.a.reply.Model = c.Model
+	}
+	for i := range c.Choices {
+		ch := &c.Choices[i]
+		if ch.Index != 0 {
+			continue // only one choice is ever asked for
+		}
+		if err := d.delta(&ch.Delta); err != nil {
+			return err
+		}
+		if ch.FinishReason != "" {
+			d.finish = ch.FinishReason
+		}
+	}
+	return nil
+}
+
+func (d *openaiDecoder) delta(delta *openai.ChatCompletionChunkChoiceDelta) error {
+	// Reasoning, under the names vLLM, DeepSeek, llama.cpp (reasoning_content)
+	// and OpenRouter, Ollama (reasoning) use.
+	for _, k := range []string{"reasoning_content", "reasoning"} {
+		// Extra fields are never Valid to the SDK, which does not know
+		// them; their raw JSON is there.
+		if f, ok := delta.JSON.ExtraFields[k]; ok && strings.HasPrefix(f.Raw(), `"`) {
+			var s string
+			if json.Unmarshal([]byte(f.Raw()), &s) == nil {
+				if err := d.a.addThinking(s); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if err := d.a.addText(delta.Content); err != nil {
+		return err
+	}
+	for _, tc := range delta.ToolCalls {
+		if tc.Index < 0 || tc.Index > 1024 {
+			return errs.E(errs.Unavailable, "backend "+d.a.name+": tool call index "+strconv.FormatInt(tc.Index, 10)+" out of range")
+		}
+		c := d.call(tc.Index, tc.ID)
+		if tc.ID != "" {
+			c.id = tc.ID
+		}
+		if tc.Function.Name != "" && c.name == "" {
+			c.name = tc.Function.Name
+		}
+		c.args = append(c.args, tc.Function.Arguments...)
+	}
+	return nil
+}
+
+// call returns the call a tool-call delta continues. A delta with a new
+// id at a used index starts another call: some servers number every
+// parallel call 0.
+func (d *openaiDecoder) call(index int64, id string) *openaiCall {
+	for i := len(d.calls) - 1; i >= 0; i-- {
+		c := &d.calls[i]
+		if c.index == index {
+			if id != "" && c.id != "" && id != c.id {
+				break
+			}
+			return c
+		}
+	}
+	d.calls = append(d.calls, openaiCall{index: index})
+	return &d.calls[len(d.calls)-1]
+}
+
+func (d *openaiDecoder) flushCalls() error {
+	for _, c := range d.calls {
+		if err := d.a.addCall(c.id, c.name, c.args); err != nil {
+			return err
+		}
+	}
+	return nil
+}
