@@ -24,6 +24,7 @@ package fusebridge
 
 import (
 	"context"
+	"errors"
 	"log"
 	"sync"
 	"sync/atomic"
@@ -197,3 +198,15 @@ func (b *bridge) watch(s *session) {
 // (NAMESPACE.md rule 6), so inode numbers survive reconnects; the +1 keeps
 // a server's qid path 0 off inode 0, which FUSE reserves.
 func qidIno(q plan9.Qid) uint64 { return q.Path + 1 }
+
+// twice runs op, and once more if it failed because the connection died
+// under it: a daemon restart the mount had not noticed yet. Only
+// idempotent requests (walk, stat, open, directory reads) go through it;
+// the second try walks afresh on the new connection.
+func twice[T any](op func() (T, error)) (T, error) {
+	v, err := op()
+	if err != nil && errors.Is(err, client.ErrHungup) {
+		return op()
+	}
+	return v, err
+}

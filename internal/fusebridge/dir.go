@@ -36,6 +36,10 @@ func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, 
 }
 
 func (n *node) readDir(ctx context.Context) ([]*plan9.Dir, error) {
+	return twice(func() ([]*plan9.Dir, error) { return n.readDir1(ctx) })
+}
+
+func (n *node) readDir1(ctx context.Context) ([]*plan9.Dir, error) {
 	nf, _, err := n.walked(ctx)
 	if err != nil {
 		return nil, err

@@ -88,6 +88,11 @@ func (n *node) cacheFlags(q plan9.Qid) uint32 {
 
 // open (re)establishes h.fid with mode.
 func (h *handle) open(ctx context.Context, mode uint8) error {
+	_, err := twice(func() (struct{}, error) { return struct{}{}, h.open1(ctx, mode) })
+	return err
+}
+
+func (h *handle) open1(ctx context.Context, mode uint8) error {
 	nf, s, err := h.n.walked(ctx)
 	if err != nil {
 		return err

@@ -147,21 +147,34 @@ func (n *node) noteStat(d *plan9.Dir) {
 
 // Lookup walks to name and stats it.
 func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	type found struct {
+		ino *fs.Inode
+		eno syscall.Errno
+	}
+	r, _ := twice(func() (found, error) {
+		ino, eno, err := n.lookup(ctx, name, out)
+		return found{ino, eno}, err
+	})
+	return r.ino, r.eno
+}
+
+// lookup returns the error too, so a dead connection can be retried.
+func (n *node) lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno, error) {
 	pf, s, err := n.walked(ctx)
 	if err != nil {
-		return nil, n.b.errno("walk", n.path(), err)
+		return nil, n.b.errno("walk", n.path(), err), err
 	}
 	f, err := pf.Walk(ctx, name)
 	if err != nil {
-		return nil, n.b.errno("walk", join(n.path(), name), err)
+		return nil, n.b.errno("walk", join(n.path(), name), err), err
 	}
 	d, err := f.Stat(ctx)
 	if err != nil {
 		f.Clunk(ctx)
-		return nil, n.b.errno("stat", join(n.path(), name), err)
+		return nil, n.b.errno("stat", join(n.path(), name), err), err
 	}
 	n.b.fillEntry(d, out)
-	return n.newChild(ctx, d, f, s), 0
+	return n.newChild(ctx, d, f, s), 0, nil
 }
 
 // Getattr stats the open file if there is one, else the node.
@@ -177,6 +190,10 @@ func (n *node) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut)
 }
 
 func (n *node) stat(ctx context.Context, fh fs.FileHandle) (*plan9.Dir, error) {
+	return twice(func() (*plan9.Dir, error) { return n.stat1(ctx, fh) })
+}
+
+func (n *node) stat1(ctx context.Context, fh fs.FileHandle) (*plan9.Dir, error) {
 	if h, ok := fh.(*handle); ok {
 		if f, err := h.opened(ctx); err == nil {
 			return f.Stat(ctx)
