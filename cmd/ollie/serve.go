@@ -6,6 +6,7 @@ import (
 	"log"
 	"os"
 
+	"ollie.dev/ollie/internal/agent"
 	"ollie.dev/ollie/internal/config"
 	"ollie.dev/ollie/internal/daemon"
 )
@@ -70,21 +71,29 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	logger := log.New(env.Stderr, "ollie: ", log.LstdFlags)
-	d, err := daemon.Start(env.Config, daemon.Options{Log: logger})
+	mnt := ""
+	if serveFlags.mount != "" {
+		mnt = absPath(serveFlags.mount)
+	}
+	runner, err := agent.FromConfig(env.Config, env.Argv0, mnt, logger.Printf)
+	if err != nil {
+		return err
+	}
+	d, err := daemon.Start(env.Config, daemon.Options{Log: logger, Runner: runner, Models: runner.Models})
 	if err != nil {
 		return err
 	}
 	for _, a := range d.Addrs() {
 		logger.Printf("serving 9P on %s!%s (pid %d)", a.Network(), a.String(), os.Getpid())
 	}
-	if serveFlags.mount != "" {
-		stop, err := mountInProcess(ctx, env, absPath(serveFlags.mount), env.Config.Socket)
+	if mnt != "" {
+		stop, err := mountInProcess(ctx, env, mnt, env.Config.Socket)
 		if err != nil {
 			d.Close()
 			return err
 		}
 		d.OnClose(stop)
-		logger.Printf("mounted on %s", absPath(serveFlags.mount))
+		logger.Printf("mounted on %s", mnt)
 	}
 	err = d.Run(ctx)
 	logger.Printf("stopped")

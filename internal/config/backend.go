@@ -64,6 +64,14 @@ func checkBackends(bs []Backend) error {
 	return nil
 }
 
+// Default models of the hosted APIs, when the environment names only a
+// key. Other endpoints (a local server) default to the first model they
+// list.
+const (
+	DefaultAnthropicModel = "claude-sonnet-4-5"
+	DefaultOpenAIModel    = "gpt-5-mini"
+)
+
 // loadBackendEnv fills keys from the environment and, when the config file
 // names no backends, derives them from the variables the official clients
 // use. With nothing configured at all, a local Ollama is the backend.
@@ -83,15 +91,23 @@ func loadBackendEnv(c *Config, env Env) {
 		return
 	}
 	if key, base := env.Get("ANTHROPIC_API_KEY"), env.Get("ANTHROPIC_BASE_URL"); key != "" || base != "" {
-		c.Backends = append(c.Backends, Backend{Name: "anthropic", Kind: KindAnthropic,
-			BaseURL: orDefault(base, "https://api.anthropic.com"), APIKeyEnv: "ANTHROPIC_API_KEY"})
+		b := Backend{Name: "anthropic", Kind: KindAnthropic,
+			BaseURL: orDefault(base, "https://api.anthropic.com"), APIKeyEnv: "ANTHROPIC_API_KEY"}
+		if base == "" {
+			b.Model = DefaultAnthropicModel
+		}
+		c.Backends = append(c.Backends, b)
 		if key != "" {
 			c.Secrets["anthropic"] = key
 		}
 	}
 	if key, base := env.Get("OPENAI_API_KEY"), env.Get("OPENAI_BASE_URL"); key != "" || base != "" {
-		c.Backends = append(c.Backends, Backend{Name: "openai", Kind: KindOpenAI,
-			BaseURL: orDefault(base, "https://api.openai.com/v1"), APIKeyEnv: "OPENAI_API_KEY"})
+		b := Backend{Name: "openai", Kind: KindOpenAI,
+			BaseURL: orDefault(base, "https://api.openai.com/v1"), APIKeyEnv: "OPENAI_API_KEY"}
+		if base == "" {
+			b.Model = DefaultOpenAIModel
+		}
+		c.Backends = append(c.Backends, b)
 		if key != "" {
 			c.Secrets["openai"] = key
 		}

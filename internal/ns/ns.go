@@ -22,6 +22,7 @@ import (
 	"ollie.dev/ollie/defaults"
 	"ollie.dev/ollie/internal/agentcfg"
 	"ollie.dev/ollie/internal/config"
+	"ollie.dev/ollie/internal/index"
 	"ollie.dev/ollie/internal/tree"
 )
 
@@ -125,10 +126,10 @@ func Build(o Options) (*NS, error) {
 		switch d.name {
 		case "t":
 			pol.Synth = []tree.Entry{{Name: "idx", Mode: "r", Doc: "One line per tool: name: description; args: ...",
-				Node: fs.Text("idx", func() ([]byte, error) { return toolIdx(r), nil })}}
+				Node: fs.Text("idx", func() ([]byte, error) { return index.Tools(r), nil })}}
 		case "sk":
 			pol.Synth = []tree.Entry{{Name: "idx", Mode: "r", Doc: "One line per skill: name: description",
-				Node: fs.Text("idx", func() ([]byte, error) { return skillIdx(r), nil })}}
+				Node: fs.Text("idx", func() ([]byte, error) { return index.Skills(r), nil })}}
 		}
 		root.Add(tree.Entry{Name: d.name, Mode: d.mode, Doc: d.doc, Node: fs.NewDiskDir(d.name, r, &pol)})
 	}

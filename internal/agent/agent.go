@@ -1,0 +1,245 @@
+// Package agent is the loop that runs a session's turns: it composes the
+// system prompt, streams the model's reply into chat, runs the tool calls
+// the model makes (execute_code, the only tool) in the order it gave them,
+// feeds the results back, and repeats until the model stops, the step
+// limit is reached (then the model must summarize), or the turn is
+// stopped. It retries rate limits, server errors and cut streams visibly,
+// and compacts the history when it nears the context window.
+//
+// The loop knows nothing of 9P: it reads and writes its session through
+// the session.Turn it is given.
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"ollie.dev/ollie/internal/agentcfg"
+	"ollie.dev/ollie/internal/backend"
+	"ollie.dev/ollie/internal/config"
+	"ollie.dev/ollie/internal/errs"
+	"ollie.dev/ollie/internal/execute"
+	"ollie.dev/ollie/internal/session"
+)
+
+// Options configure a Runner.
+type Options struct {
+	Config   *config.Config
+	Backends []backend.Backend // in configuration order; the first is the default
+	Exec     *execute.Executor // runs execute_code; nil makes every call fail
+	// Mount is where the tree is mounted, given to tools as $OLLIE; "" if
+	// it is not mounted.
+	Mount string
+	// Retries is how often a request is retried after a retryable error;
+	// 0 means 5. RetryBase is the first back-off; 0 means one second.
+	Retries   int
+	RetryBase time.Duration
+	Logf      func(format string, args ...any)
+}
+
+// Runner implements session.Runner.
+type Runner struct {
+	o        Options
+	backends map[string]backend.Backend
+
+	mu     sync.Mutex
+	fenced map[string]bool   // backend/model pairs that cannot call tools natively
+	first  map[string]string // backend -> its first listed model, when none is configured
+}
+
+var _ session.Runner = (*Runner)(nil)
+
+// New returns a Runner.
+func New(o Options) *Runner {
+	if o.Retries == 0 {
+		o.Retries = 5
+	}
+	if o.RetryBase == 0 {
+		o.RetryBase = time.Second
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	r := &Runner{o: o, backends: map[string]backend.Backend{}, fenced: map[string]bool{}, first: map[string]string{}}
+	for _, b := range o.Backends {
+		r.backends[b.Name()] = b
+	}
+	return r
+}
+
+// setup is what one turn works with, resolved from the session's settings
+// over its agent configuration over the backend's defaults.
+type setup struct {
+	agent   *agentcfg.Agent
+	be      backend.Backend
+	model   string
+	meta    session.Meta
+	system  string
+	fenced  bool
+	window  int
+	maxStep int
+}
+
+func (r *Runner) setup(ctx context.Context, t *session.Turn) (*setup, error) {
+	meta := t.Meta()
+	a, err := r.loadAgent(meta.Agent)
+	if err != nil {
+		return nil, err
+	}
+	st := &setup{agent: a, meta: meta}
+	name := firstOf(meta.Backend, a.Backend)
+	if name == "" && len(r.o.Backends) > 0 {
+		name = r.o.Backends[0].Name()
+	}
+	be, ok := r.backends[name]
+	if !ok {
+		return nil, errs.E(errs.NotExist, "no backend "+name+" configured (see backends)")
+	}
+	st.be = be
+	st.model = firstOf(meta.Model, a.Model)
+	if st.model == "" && r.configModel(be.Name()) == "" {
+		m, err := r.firstModel(ctx, be)
+		if err != nil {
+			return nil, err
+		}
+		st.model = m
+	}
+	st.maxStep = firstInt(meta.Params.MaxSteps, a.MaxSteps, 50)
+	st.fenced = r.isFenced(be.Name(), st.model)
+	if st.system, err = r.compose(ctx, a, meta, st); err != nil {
+		return nil, err
+	}
+	st.window = a.ContextWindow
+	if st.window == 0 {
+		if w, err := be.ContextWindow(ctx, st.model); err == nil {
+			st.window = w
+		}
+	}
+	return st, nil
+}
+
+func (r *Runner) configModel(be string) string {
+	for _, b := range r.o.Config.Backends {
+		if b.Name == be {
+			return b.Model
+		}
+	}
+	return ""
+}
+
+// firstModel picks the model of a backend configured without one (a local
+// server usually serves a single model): the first it lists.
+func (r *Runner) firstModel(ctx context.Context, be backend.Backend) (string, error) {
+	r.mu.Lock()
+	m, ok := r.first[be.Name()]
+	r.mu.Unlock()
+	if ok {
+		return m, nil
+	}
+	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	ms, err := be.Models(lctx)
+	if err != nil {
+		return "", errs.E(errs.KindOf(err), "backend "+be.Name()+" has no default model and listing its models failed; set one with model= (cfg, s/new or the agent)", err)
+	}
+	if len(ms) == 0 {
+		return "", errs.E(errs.Invalid, "backend "+be.Name()+" lists no models; set one with model=")
+	}
+	r.mu.Lock()
+	r.first[be.Name()] = ms[0].ID
+	r.mu.Unlock()
+	return ms[0].ID, nil
+}
+
+func (r *Runner) loadAgent(name string) (*agentcfg.Agent, error) {
+	b, err := os.ReadFile(filepath.Join(r.o.Config.ConfigDir, "a", name+".json"))
+	if err != nil {
+		return nil, errs.E(errs.NotExist, "agent "+name+": no a/"+name+".json")
+	}
+	a, err := agentcfg.Parse(b)
+	if err != nil {
+		return nil, errs.E(errs.Invalid, "a/"+name+".json: "+err.Error())
+	}
+	return a, nil
+}
+
+func (r *Runner) isFenced(be, model string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.fenced[be+"\x00"+model]
+}
+
+func (r *Runner) setFenced(be, model string) {
+	r.mu.Lock()
+	r.fenced[be+"\x00"+model] = true
+	r.mu.Unlock()
+}
+
+// Models lists the models of the session's backend.
+func (r *Runner) Models(ctx context.Context, s *session.Session) ([]string, error) {
+	meta := s.Meta()
+	name := meta.Backend
+	if name == "" {
+		if a, err := r.loadAgent(meta.Agent); err == nil {
+			name = a.Backend
+		}
+	}
+	if name == "" && len(r.o.Backends) > 0 {
+		name = r.o.Backends[0].Name()
+	}
+	be, ok := r.backends[name]
+	if !ok {
+		return nil, errs.E(errs.NotExist, "no backend "+name)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	ms, err := be.Models(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.ID
+	}
+	return out, nil
+}
+
+// history decodes the session's history.
+func history(t *session.Turn) ([]backend.Message, error) {
+	raw, err := t.History()
+	if err != nil {
+		return nil, err
+	}
+	msgs := make([]backend.Message, 0, len(raw))
+	for i, m := range raw {
+		var msg backend.Message
+		if err := json.Unmarshal(m, &msg); err != nil {
+			return nil, fmt.Errorf("history message %d: %v", i+1, err)
+		}
+		msgs = append(msgs, msg)
+	}
+	return msgs, nil
+}
+
+func firstOf(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}
+
+func firstInt(n ...int) int {
+	for _, x := range n {
+		if x > 0 {
+			return x
+		}
+	}
+	return 0
+}

@@ -1,0 +1,351 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"ollie.dev/ollie/internal/agent"
+	"ollie.dev/ollie/internal/backend"
+	"ollie.dev/ollie/internal/config"
+	"ollie.dev/ollie/internal/daemon"
+	"ollie.dev/ollie/internal/execute"
+	"ollie.dev/ollie/internal/llmtest"
+	"ollie.dev/ollie/internal/ninep/client"
+	"ollie.dev/ollie/internal/sandbox"
+	"ollie.dev/ollie/internal/testutil"
+)
+
+// The test binary is also the sandbox helper, as ollie itself is.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == sandbox.HelperCommand {
+		os.Exit(sandbox.HelperMain(os.Args[2:]))
+	}
+	os.Exit(m.Run())
+}
+
+var ctx = context.Background()
+
+// env is a real daemon whose sessions run the real agent loop against a
+// scripted model speaking one backend's wire format over HTTP.
+type env struct {
+	t    *testing.T
+	llm  *llmtest.Server
+	cfg  *config.Config
+	d    *daemon.Daemon
+	fsys *client.Fsys
+	cwd  string
+}
+
+func newEnv(t *testing.T, kind string, sc *llmtest.Script) *env {
+	t.Helper()
+	llm := llmtest.NewTest(t, sc)
+	vars := map[string]string{}
+	switch kind {
+	case config.KindOpenAI:
+		vars["OPENAI_BASE_URL"], vars["OPENAI_API_KEY"] = llm.URL+"/v1", "sk-test"
+	case config.KindAnthropic:
+		vars["ANTHROPIC_BASE_URL"], vars["ANTHROPIC_API_KEY"] = llm.URL, "sk-ant-test"
+	case config.KindOllama:
+		vars["OLLAMA_HOST"] = llm.URL
+	}
+	cfg := testutil.Home(t, vars)
+	exe, _ := os.Executable()
+	ex, err := execute.New(execute.Options{Helper: exe, Sandbox: cfg.Sandbox, Home: os.Getenv("HOME"),
+		Private: execute.PrivatePaths(cfg), Environ: os.Environ()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bes []backend.Backend
+	for _, bc := range cfg.Backends {
+		if bc.Kind != kind {
+			continue
+		}
+		be, err := backend.New(bc, cfg.Secrets[bc.Name], nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bes = append(bes, be)
+	}
+	r := agent.New(agent.Options{Config: cfg, Backends: bes, Exec: ex, RetryBase: 10 * time.Millisecond})
+	d := testutil.Daemon(t, cfg, daemon.Options{Runner: r, Models: r.Models})
+	return &env{t: t, llm: llm, cfg: cfg, d: d, fsys: testutil.Dial(t, cfg), cwd: t.TempDir()}
+}
+
+func (e *env) newSession(spec string) string {
+	e.t.Helper()
+	name := "s" + strings.ReplaceAll(e.t.Name(), "/", "-")
+	if err := e.fsys.WriteFile(ctx, "s/new", []byte("cwd="+e.cwd+" name="+name+" "+spec), 0); err != nil {
+		e.t.Fatal(err)
+	}
+	return name
+}
+
+func (e *env) write(p, data string) {
+	e.t.Helper()
+	if err := e.fsys.WriteFile(ctx, p, []byte(data), 0); err != nil {
+		e.t.Fatalf("write %s: %v", p, err)
+	}
+}
+
+func (e *env) read(p string) string {
+	e.t.Helper()
+	b, err := e.fsys.ReadFile(ctx, p)
+	if err != nil {
+		e.t.Fatalf("read %s: %v", p, err)
+	}
+	return string(b)
+}
+
+// events reads what the events file holds now: its reads block at the
+// end, so the read stops after a moment of silence.
+func (e *env) events(s string) string {
+	e.t.Helper()
+	f, err := e.fsys.Open(ctx, "s/"+s+"/events", 0)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer f.Clunk(ctx)
+	var all []byte
+	buf := make([]byte, 64<<10)
+	for {
+		rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		n, err := f.Read(rctx, buf, int64(len(all)))
+		cancel()
+		all = append(all, buf[:n]...)
+		if err != nil {
+			return string(all)
+		}
+	}
+}
+
+// ask runs one turn the way a user does: echo q > prompt; cat wait; cat reply.
+func (e *env) ask(s, q string) (wait, reply string) {
+	e.write("s/"+s+"/prompt", q+"\n")
+	return e.read("s/" + s + "/wait"), e.read("s/" + s + "/reply")
+}
+
+func toolThenAnswer() *llmtest.Script {
+	return &llmtest.Script{Turns: []llmtest.Turn{
+		{Text: "Let me look.", Calls: []llmtest.Call{llmtest.ExecuteCode("bash", "echo hi from $((40+2))")}},
+		{Text: "The tool said hi."},
+	}}
+}
+
+func TestToolTurnEveryBackend(t *testing.T) {
+	for _, kind := range []string{config.KindOpenAI, config.KindAnthropic, config.KindOllama} {
+		t.Run(kind, func(t *testing.T) {
+			e := newEnv(t, kind, toolThenAnswer())
+			s := e.newSession("")
+			wait, reply := e.ask(s, "say hi")
+			if wait != "idle\n" || reply != "The tool said hi.\n" {
+				t.Fatalf("wait %q reply %q\nchat:\n%s", wait, reply, e.read("s/"+s+"/chat"))
+			}
+			chat := e.read("s/" + s + "/chat")
+			for _, want := range []string{"user: say hi\n", "assistant: Let me look.\n", "-> execute_code(", "hi from 42\n", "assistant: The tool said hi.\n"} {
+				if !strings.Contains(chat, want) {
+					t.Errorf("chat lacks %q:\n%s", want, chat)
+				}
+			}
+			reqs := e.llm.Requests()
+			var chats []llmtest.Request
+			for _, r := range reqs {
+				if len(r.Messages) > 0 {
+					chats = append(chats, r)
+				}
+			}
+			if len(chats) != 2 {
+				t.Fatalf("%d chat requests, want 2", len(chats))
+			}
+			second := chats[1].Messages
+			if last := second[len(second)-1]; last.Role != "tool" || !strings.Contains(last.Text, "hi from 42") {
+				t.Errorf("second request ends with %+v, want the tool result", last)
+			}
+			if len(chats[0].Tools) != 1 || chats[0].Tools[0].Name != "execute_code" {
+				t.Errorf("tools offered: %+v", chats[0].Tools)
+			}
+			if !strings.Contains(chats[0].System, "execute_code") {
+				t.Errorf("system prompt sent: %q", chats[0].System)
+			}
+			if sp := e.read("s/" + s + "/systemprompt"); sp != chats[0].System {
+				t.Errorf("systemprompt file differs from what was sent")
+			}
+			ctxLines := strings.Split(strings.TrimSpace(e.read("s/"+s+"/context")), "\n")
+			if len(ctxLines) != 4 {
+				t.Errorf("context has %d messages, want 4:\n%s", len(ctxLines), strings.Join(ctxLines, "\n"))
+			}
+			if u := e.read("s/" + s + "/usage"); !strings.Contains(u, "requests 2\n") {
+				t.Errorf("usage = %q", u)
+			}
+			for _, k := range []string{"sk-test", "sk-ant-test"} {
+				for _, f := range []string{"cfg", "env", "context", "systemprompt", "chat"} {
+					if strings.Contains(e.read("s/"+s+"/"+f), k) {
+						t.Errorf("key %s shows in %s", k, f)
+					}
+				}
+				if strings.Contains(e.read("backends"), k) {
+					t.Errorf("key shows in backends")
+				}
+			}
+		})
+	}
+}
+
+func TestRetriesAreVisible(t *testing.T) {
+	e := newEnv(t, config.KindOpenAI, &llmtest.Script{Turns: []llmtest.Turn{
+		{Status: 429, RetryAfter: 0},
+		{Status: 503},
+		{Text: "partial answer that gets cut", CutAfter: 3},
+		{Text: "finally"},
+	}})
+	s := e.newSession("")
+	wait, reply := e.ask(s, "hello")
+	if wait != "idle\n" || reply != "finally\n" {
+		t.Fatalf("wait %q reply %q\n%s", wait, reply, e.read("s/"+s+"/chat"))
+	}
+	chat := e.read("s/" + s + "/chat")
+	if n := strings.Count(chat, "retrying in"); n != 3 {
+		t.Errorf("%d retry lines in chat, want 3:\n%s", n, chat)
+	}
+	if ev := e.events(s); !strings.Contains(ev, `"state":"waiting"`) || strings.Count(ev, `"type":"retry"`) != 3 {
+		t.Errorf("events lack the waiting state or retries:\n%s", ev)
+	}
+}
+
+func TestGivesUpWithError(t *testing.T) {
+	e := newEnv(t, config.KindAnthropic, &llmtest.Script{Default: &llmtest.Turn{Status: 401}})
+	s := e.newSession("")
+	wait, _ := e.ask(s, "hello")
+	if !strings.HasPrefix(wait, "error: ") {
+		t.Fatalf("wait = %q, want an error", wait)
+	}
+	if st := e.read("s/" + s + "/state"); st != "error\n" {
+		t.Errorf("state = %q", st)
+	}
+	if chat := e.read("s/" + s + "/chat"); strings.Contains(chat, "retrying") || !strings.Contains(chat, "error: ") {
+		t.Errorf("a bad key was retried, or not reported:\n%s", chat)
+	}
+}
+
+func TestStepLimitEndsWithSummary(t *testing.T) {
+	sc := &llmtest.Script{Rules: []llmtest.Rule{
+		{If: "used all 2 steps", Then: llmtest.Turn{Text: "Summary: I listed files twice."}},
+	}, Default: &llmtest.Turn{Calls: []llmtest.Call{llmtest.ExecuteCode("sh", "ls")}}}
+	sc.Rules[0].Role = "user"
+	e := newEnv(t, config.KindOllama, sc)
+	s := e.newSession("")
+	e.write("s/"+s+"/cfg", "max_steps=2")
+	wait, reply := e.ask(s, "loop forever")
+	if wait != "idle\n" || reply != "Summary: I listed files twice.\n" {
+		t.Fatalf("wait %q reply %q\n%s", wait, reply, e.read("s/"+s+"/chat"))
+	}
+	if n := strings.Count(e.read("s/"+s+"/chat"), "-> execute_code("); n != 2 {
+		t.Errorf("%d tool calls ran, want 2", n)
+	}
+}
+
+func TestStopLeavesValidHistory(t *testing.T) {
+	e := newEnv(t, config.KindOpenAI, &llmtest.Script{
+		Turns:   []llmtest.Turn{{Calls: []llmtest.Call{llmtest.ExecuteCode("bash", "sleep 30")}}},
+		Default: &llmtest.Turn{Text: "fresh start"},
+	})
+	s := e.newSession("")
+	e.write("s/"+s+"/prompt", "run something slow\n")
+	for e.read("s/"+s+"/state") != "calling execute_code\n" {
+		time.Sleep(10 * time.Millisecond)
+	}
+	start := time.Now()
+	e.write("s/"+s+"/ctl", "stop")
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("stop took %v", d)
+	}
+	if st := e.read("s/" + s + "/state"); st != "idle\n" {
+		t.Fatalf("state after stop = %q", st)
+	}
+	wait, reply := e.ask(s, "again")
+	if wait != "idle\n" || reply != "fresh start\n" {
+		t.Fatalf("after stop: wait %q reply %q", wait, reply)
+	}
+	reqs := e.llm.Requests()
+	last := reqs[len(reqs)-1].Messages
+	// user, assistant(call), tool(stopped), user
+	if len(last) != 4 || last[2].Role != "tool" || !strings.Contains(last[2].Text, "stopped") {
+		t.Errorf("history sent after a stop: %+v", last)
+	}
+}
+
+func TestCompaction(t *testing.T) {
+	e := newEnv(t, config.KindAnthropic, &llmtest.Script{
+		Rules:   []llmtest.Rule{{If: "Summarize this conversation", Then: llmtest.Turn{Text: "- the user said things"}}},
+		Default: &llmtest.Turn{Text: "noted"},
+	})
+	s := e.newSession("")
+	for i := 0; i < 4; i++ {
+		e.ask(s, "fact number "+strings.Repeat("x", i+1))
+	}
+	before := strings.Count(e.read("s/"+s+"/context"), "\n")
+	e.write("s/"+s+"/ctl", "compact")
+	if w := e.read("s/" + s + "/wait"); w != "idle\n" {
+		t.Fatalf("wait after compact = %q\n%s", w, e.read("s/"+s+"/chat"))
+	}
+	after := e.read("s/" + s + "/context")
+	if n := strings.Count(after, "\n"); n >= before {
+		t.Errorf("context has %d messages after compaction, %d before", n, before)
+	}
+	if !strings.Contains(after, "the user said things") || !strings.Contains(after, "The current task: fact number xxxx") {
+		t.Errorf("compacted context lacks the summary or the current task:\n%s", after)
+	}
+	if !strings.Contains(e.read("s/"+s+"/chat"), ":: compacted: summarized") {
+		t.Errorf("chat does not say what was compacted")
+	}
+	hist, _ := filepath.Glob(filepath.Join(e.cfg.DataDir, "s", "*", "history", "*.jsonl"))
+	if len(hist) != 1 {
+		t.Fatalf("history files: %v", hist)
+	}
+	b, _ := os.ReadFile(hist[0])
+	if strings.Count(string(b), "\n") != before {
+		t.Errorf("the saved history is not the whole pre-compaction history")
+	}
+	// The next turn works on the compacted history.
+	if _, reply := e.ask(s, "and now?"); reply != "noted\n" {
+		t.Errorf("reply after compaction = %q", reply)
+	}
+}
+
+func TestOverflowCompactsAndRetries(t *testing.T) {
+	e := newEnv(t, config.KindOpenAI, &llmtest.Script{
+		Rules: []llmtest.Rule{{If: "Summarize this conversation", Then: llmtest.Turn{Text: "- earlier: greetings"}}},
+		Turns: []llmtest.Turn{{Text: "one"}, {Text: "two"}, {Overflow: true}, {Text: "after compaction"}},
+	})
+	s := e.newSession("")
+	e.ask(s, "hello")
+	e.ask(s, "again")
+	wait, reply := e.ask(s, "overflow now")
+	if wait != "idle\n" || reply != "after compaction\n" {
+		t.Fatalf("wait %q reply %q\n%s", wait, reply, e.read("s/"+s+"/chat"))
+	}
+	if !strings.Contains(e.read("s/"+s+"/chat"), "context window is full; compacting") {
+		t.Errorf("chat does not show the overflow")
+	}
+}
+
+func TestUnknownToolAndBadArgs(t *testing.T) {
+	e := newEnv(t, config.KindOpenAI, &llmtest.Script{Turns: []llmtest.Turn{
+		{Calls: []llmtest.Call{{Name: "web_search", Args: json.RawMessage(`{"q":"x"}`)},
+			{Name: "execute_code", Args: json.RawMessage(`{"steps":[{"code":"x","language":"cobol-9000"}]}`)}}},
+		{Text: "ok, giving up"},
+	}})
+	s := e.newSession("")
+	if _, reply := e.ask(s, "try"); reply != "ok, giving up\n" {
+		t.Fatalf("reply = %q", reply)
+	}
+	reqs := e.llm.Requests()
+	msgs := reqs[len(reqs)-1].Messages
+	if !strings.Contains(msgs[2].Text, "unknown tool web_search") || !strings.Contains(msgs[3].Text, "cobol-9000") {
+		t.Errorf("tool errors sent back: %q / %q", msgs[2].Text, msgs[3].Text)
+	}
+}

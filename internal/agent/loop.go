@@ -1,0 +1,194 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"ollie.dev/ollie/internal/backend"
+	"ollie.dev/ollie/internal/errs"
+	"ollie.dev/ollie/internal/execute"
+	"ollie.dev/ollie/internal/session"
+)
+
+// stepLimitNote asks for the summary that ends a turn at its step limit.
+const stepLimitNote = "[ollie] You have used all %d steps of this turn. Do not call any tool now. " +
+	"Summarize what you did, what you found, and what is left to do."
+
+// Run runs one turn (session.Runner).
+func (r *Runner) Run(ctx context.Context, t *session.Turn) error {
+	st, err := r.setup(ctx, t)
+	if err != nil {
+		return err
+	}
+	if err := t.SetSystemPrompt(st.system); err != nil {
+		return err
+	}
+	t.StartTurnCost()
+	msgs, err := history(t)
+	if err != nil {
+		return err
+	}
+	if len(msgs) == 0 {
+		return errs.E(errs.Invalid, "nothing to answer: the history is empty")
+	}
+	for step := 1; ; step++ {
+		last := step > st.maxStep
+		if last {
+			note := backend.Message{Role: backend.RoleUser, Text: fmt.Sprintf(stepLimitNote, st.maxStep)}
+			msgs = append(msgs, note)
+			t.Append(note)
+			t.Chat(fmt.Sprintf(":: step limit (%d) reached; asking for a summary\n", st.maxStep))
+		}
+		if err := r.maybeCompact(ctx, t, st, &msgs, false); err != nil {
+			return err
+		}
+		reply, err := r.request(ctx, t, st, &msgs)
+		if reply != nil && (err == nil || ctx.Err() != nil) {
+			msgs = append(msgs, reply.Message)
+			t.Append(reply.Message)
+		}
+		if err != nil {
+			return err
+		}
+		calls := reply.Message.Calls
+		if st.fenced {
+			calls, _ = backend.ParseFencedToolCalls(reply.Message.Text)
+		}
+		if len(calls) == 0 || last {
+			text := finalText(reply.Message.Text)
+			if len(calls) > 0 {
+				msgs = r.skipCalls(t, msgs, calls, "not run: the step limit was reached")
+				if text == "" {
+					text = fmt.Sprintf("(stopped at the step limit of %d steps; the model gave no summary)\n", st.maxStep)
+					t.Chat(":: " + text)
+				}
+			}
+			return t.SetReply(text)
+		}
+		msgs, err = r.runCalls(ctx, t, st, msgs, calls)
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func finalText(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return ""
+	}
+	return s + "\n"
+}
+
+// runCalls runs the calls in the order the model gave them and appends a
+// result for each. If the turn is stopped midway, the calls not run get a
+// result saying so, so the history stays one the next request accepts.
+func (r *Runner) runCalls(ctx context.Context, t *session.Turn, st *setup, msgs []backend.Message, calls []backend.ToolCall) ([]backend.Message, error) {
+	for i, c := range calls {
+		if ctx.Err() != nil {
+			return r.skipCalls(t, msgs, calls[i:], "not run: the turn was stopped"), ctx.Err()
+		}
+		text, failed := r.call(ctx, t, st, c)
+		res := backend.Message{Role: backend.RoleTool, CallID: c.ID, Text: text, Error: failed}
+		msgs = append(msgs, res)
+		if err := t.Append(res); err != nil {
+			return msgs, err
+		}
+	}
+	t.SetState(session.Running)
+	return msgs, ctx.Err()
+}
+
+func (r *Runner) skipCalls(t *session.Turn, msgs []backend.Message, calls []backend.ToolCall, why string) []backend.Message {
+	for _, c := range calls {
+		res := backend.Message{Role: backend.RoleTool, CallID: c.ID, Text: why, Error: true}
+		msgs = append(msgs, res)
+		t.Append(res)
+	}
+	return msgs
+}
+
+// call runs one tool call and returns what the model reads.
+func (r *Runner) call(ctx context.Context, t *session.Turn, st *setup, c backend.ToolCall) (string, bool) {
+	t.Chat("-> " + c.Name + "(" + shorten(compactJSON(c.Args), 400) + ")\n")
+	if c.Name != "execute_code" {
+		msg := "error: unknown tool " + c.Name + "; the only tool is execute_code"
+		t.Chat(msg + "\n")
+		return msg, true
+	}
+	t.SetState(session.CallingTool)
+	t.Event("tool_start", map[string]any{"id": c.ID, "tool": c.Name})
+	res, err := r.execute(ctx, t, st, c.Args)
+	data := map[string]any{"id": c.ID, "tool": c.Name}
+	var text string
+	failed := false
+	switch {
+	case err != nil && res == nil:
+		text, failed = "error: "+err.Error(), true
+		data["error"] = err.Error()
+	default:
+		text, failed = res.String(), res.Failed
+		data["ms"], data["exit_code"], data["failed"] = res.Duration.Milliseconds(), res.ExitCode, res.Failed
+		if err != nil {
+			text += "(interrupted: the turn was stopped)\n"
+			failed = true
+		}
+	}
+	t.Event("tool_end", data)
+	t.Chat(indentOutput(text))
+	return text, failed
+}
+
+func (r *Runner) execute(ctx context.Context, t *session.Turn, st *setup, args json.RawMessage) (*execute.Result, error) {
+	if r.o.Exec == nil {
+		return nil, errs.E(errs.Unavailable, "execute_code is not available in this daemon")
+	}
+	m := st.meta
+	env := []string{"OLLIE_ID=" + m.ID}
+	if r.o.Mount != "" {
+		env = append(env, "OLLIE="+r.o.Mount, "OLLIE_SESSION="+r.o.Mount+"/s/"+m.ID)
+	}
+	for _, v := range t.S.Env() {
+		env = append(env, v.Key+"="+v.Value)
+	}
+	spec := execute.Spec{
+		Cwd: m.Cwd, Tmp: t.S.TmpDir(), Tools: r.o.Config.ConfigDir + "/t", Env: env,
+		Policy: firstOf(m.Sandbox, st.agent.Sandbox), Consent: &consent{t: t, timeout: r.consentTimeout()},
+		Session: m.ID,
+	}
+	return r.o.Exec.Run(ctx, spec, args)
+}
+
+// indentOutput shows a tool's output in chat, cut to a readable size (the
+// model gets all of it).
+func indentOutput(s string) string {
+	const max = 2000
+	if len(s) > max {
+		s = s[:max] + fmt.Sprintf("\n... (%d more bytes)\n", len(s)-max)
+	}
+	if !strings.HasSuffix(s, "\n") {
+		s += "\n"
+	}
+	return s
+}
+
+func compactJSON(raw json.RawMessage) string {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return string(raw)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+var errStopped = errors.New("stopped")

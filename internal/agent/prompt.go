@@ -1,0 +1,114 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"ollie.dev/ollie/internal/agentcfg"
+	"ollie.dev/ollie/internal/backend"
+	"ollie.dev/ollie/internal/errs"
+	"ollie.dev/ollie/internal/index"
+	"ollie.dev/ollie/internal/session"
+)
+
+// compose renders the system prompt from the agent configuration's parts:
+// files of p/ and the output of plugins in x/, each with the session's
+// variables ({{cwd}}, {{id}}, {{name}}, {{agent}}, {{model}}, {{backend}},
+// {{date}}, {{ollie}}, {{session}}) substituted. With no parts listed,
+// p/base.md is the prompt. A model without native tool calling gets the
+// fenced-block instructions at the end.
+func (r *Runner) compose(ctx context.Context, a *agentcfg.Agent, m session.Meta, st *setup) (string, error) {
+	vars := r.vars(m, st)
+	parts := a.Prompt
+	if len(parts) == 0 {
+		parts = []agentcfg.Part{{File: "base.md"}}
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		var text string
+		var err error
+		if p.File != "" {
+			text, err = r.promptFile(p.File)
+		} else {
+			text, err = r.promptExec(ctx, vars.Replace(p.Exec), m.Cwd)
+		}
+		if err != nil {
+			return "", err
+		}
+		if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n\n") {
+			b.WriteString("\n")
+		}
+		b.WriteString(vars.Replace(text))
+	}
+	if st.fenced {
+		b.WriteString("\n" + backend.FencedInstructions)
+	}
+	return b.String(), nil
+}
+
+func (r *Runner) vars(m session.Meta, st *setup) *strings.Replacer {
+	sess := ""
+	if r.o.Mount != "" {
+		sess = filepath.Join(r.o.Mount, "s", m.ID)
+	}
+	return strings.NewReplacer(
+		"{{cwd}}", m.Cwd, "{{id}}", m.ID, "{{name}}", m.Name, "{{agent}}", m.Agent,
+		"{{model}}", st.model, "{{backend}}", st.be.Name(),
+		"{{date}}", time.Now().Format("2006-01-02"),
+		"{{ollie}}", r.o.Mount, "{{session}}", sess,
+		"{{tools}}", r.readConfig("t", "idx"), "{{skills}}", r.readConfig("sk", "idx"),
+	)
+}
+
+// readConfig reads an index the tree synthesizes; for the prompt it is
+// rebuilt from the directory, so the prompt does not depend on a mount.
+func (r *Runner) readConfig(dir, name string) string {
+	if name != "idx" {
+		return ""
+	}
+	root, err := os.OpenRoot(filepath.Join(r.o.Config.ConfigDir, dir))
+	if err != nil {
+		return ""
+	}
+	defer root.Close()
+	if dir == "t" {
+		return string(index.Tools(root))
+	}
+	return string(index.Skills(root))
+}
+
+func (r *Runner) promptFile(name string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(r.o.Config.ConfigDir, "p", name))
+	if err != nil {
+		return "", errs.E(errs.NotExist, "prompt part p/"+name)
+	}
+	return string(b), nil
+}
+
+// promptExec runs a plugin of x/ for its output. Plugins are the user's
+// own programs, run by the daemon with a time limit; only x/ is allowed.
+func (r *Runner) promptExec(ctx context.Context, cmdline, cwd string) (string, error) {
+	args := strings.Fields(cmdline)
+	if len(args) == 0 {
+		return "", errs.E(errs.Invalid, "empty exec prompt part")
+	}
+	name := strings.TrimPrefix(args[0], "x/")
+	if strings.Contains(name, "/") || name == ".." {
+		return "", errs.E(errs.Invalid, "exec prompt part "+cmdline+": only plugins in x/ may run")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(r.o.Config.ConfigDir, "x", name), args[1:]...)
+	cmd.Dir = cwd
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", errs.E(errs.Other, "prompt part "+cmdline+": "+strings.TrimSpace(stderr.String()), err)
+	}
+	return out.String(), nil
+}

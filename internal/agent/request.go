@@ -1,0 +1,203 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"ollie.dev/ollie/internal/backend"
+	"ollie.dev/ollie/internal/errs"
+	"ollie.dev/ollie/internal/execute"
+	"ollie.dev/ollie/internal/session"
+)
+
+// toolDef is execute_code as the model sees it.
+var toolDef = backend.Tool{Name: "execute_code", Description: execute.Description, Schema: []byte(execute.Schema)}
+
+// request sends the history to the model and streams the reply into chat.
+// Rate limits, server errors and cut streams are retried with back-off,
+// each retry a line in chat and the state "waiting"; a context overflow
+// compacts the history once and retries; a model that cannot call tools
+// is switched to fenced code blocks. On a stop, the partial reply is
+// returned with ctx's error.
+func (r *Runner) request(ctx context.Context, t *session.Turn, st *setup, msgs *[]backend.Message) (*backend.Reply, error) {
+	compacted := false
+	for attempt := 0; ; attempt++ {
+		if err := r.checkSpend(t, st); err != nil {
+			return nil, err
+		}
+		req := r.buildRequest(st, *msgs)
+		reply, err := st.be.Chat(ctx, req, streamer(t))
+		if err == nil {
+			r.account(t, st, req, reply)
+			return reply, nil
+		}
+		if ctx.Err() != nil {
+			t.Chat("\n")
+			return interrupted(reply), ctx.Err()
+		}
+		switch k := errs.KindOf(err); {
+		case backend.IsContextOverflow(err) && !compacted:
+			compacted = true
+			t.Chat("\n:: the context window is full; compacting\n")
+			if err := r.maybeCompact(ctx, t, st, msgs, true); err != nil {
+				return nil, err
+			}
+		case k == errs.Unsupported && !st.fenced:
+			r.setFenced(st.be.Name(), st.model)
+			st.fenced = true
+			st.system += "\n" + backend.FencedInstructions
+			t.SetSystemPrompt(st.system)
+			t.Chat("\n:: this model cannot call tools natively; using fenced execute_code blocks\n")
+		case retryable(k) && attempt < r.o.Retries:
+			if err := r.backoff(ctx, t, err, attempt); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, err
+		}
+	}
+}
+
+func retryable(k errs.Kind) bool {
+	return k == errs.RateLimited || k == errs.Unavailable || k == errs.Timeout
+}
+
+// backoff waits before a retry: what the server asked for, else an
+// exponential delay, telling the user in chat.
+func (r *Runner) backoff(ctx context.Context, t *session.Turn, err error, attempt int) error {
+	wait := r.o.RetryBase << attempt
+	if ra, ok := backend.RetryAfter(err); ok {
+		wait = ra
+	}
+	wait = min(wait, 2*time.Minute)
+	t.Chat(fmt.Sprintf("\n:: %s; retrying in %s (%d/%d)\n", oneLine(err.Error()), wait.Round(time.Millisecond), attempt+1, r.o.Retries))
+	t.Event("retry", map[string]any{"error": err.Error(), "wait_ms": wait.Milliseconds(), "attempt": attempt + 1})
+	t.SetState(session.Waiting)
+	defer t.SetState(session.Running)
+	select {
+	case <-time.After(wait):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func oneLine(s string) string { return strings.ReplaceAll(strings.TrimSpace(s), "\n", " ") }
+
+func (r *Runner) buildRequest(st *setup, msgs []backend.Message) *backend.Request {
+	req := &backend.Request{Model: st.model, System: st.system, Messages: msgs,
+		Temperature: st.agent.Temperature, MaxTokens: firstInt(st.meta.Params.MaxTokens, st.agent.MaxTokens)}
+	if st.meta.Params.Temperature != nil {
+		req.Temperature = st.meta.Params.Temperature
+	}
+	if st.fenced {
+		req.Messages = fencedView(msgs)
+	} else {
+		req.Tools = []backend.Tool{toolDef}
+	}
+	return req
+}
+
+// fencedView rewrites the history for a model without tool calling: tool
+// results become user messages, and consecutive user messages merge.
+func fencedView(msgs []backend.Message) []backend.Message {
+	out := make([]backend.Message, 0, len(msgs))
+	for _, m := range msgs {
+		if m.Role == backend.RoleTool {
+			m = backend.Message{Role: backend.RoleUser, Text: "Output of execute_code (" + m.CallID + "):\n" + m.Text}
+		}
+		m.Calls = nil
+		if n := len(out); n > 0 && out[n-1].Role == backend.RoleUser && m.Role == backend.RoleUser {
+			out[n-1].Text += "\n\n" + m.Text
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// streamer writes the reply into chat as it arrives.
+func streamer(t *session.Turn) func(backend.Event) error {
+	started, nl := false, true
+	return func(ev backend.Event) error {
+		switch ev.Kind {
+		case backend.EventText:
+			if ev.Text == "" {
+				return nil
+			}
+			if !started {
+				t.Chat("assistant: ")
+				started = true
+			}
+			t.Chat(ev.Text)
+			nl = strings.HasSuffix(ev.Text, "\n")
+		case backend.EventToolCall, backend.EventUsage:
+			if started && !nl {
+				t.Chat("\n")
+				nl = true
+			}
+		}
+		return nil
+	}
+}
+
+func interrupted(reply *backend.Reply) *backend.Reply {
+	text := ""
+	if reply != nil {
+		text = strings.TrimSpace(reply.Message.Text)
+	}
+	if text == "" {
+		text = "(interrupted)"
+	} else {
+		text += "\n(interrupted)"
+	}
+	return &backend.Reply{Message: backend.Message{Role: backend.RoleAssistant, Text: text}}
+}
+
+// account records the usage and cost of one request.
+func (r *Runner) account(t *session.Turn, st *setup, req *backend.Request, reply *backend.Reply) {
+	u := reply.Usage
+	if u.Prompt() == 0 && u.Output == 0 {
+		u = backend.Usage{Input: backend.EstimateRequest(req), Output: backend.EstimateTokens(reply.Message.Text) + len(reply.Message.Calls)*20, Estimated: true}
+	}
+	model := firstOf(reply.Model, st.model)
+	cost, known := backend.Cost(model, u)
+	t.AddUsage(session.Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite,
+		Requests: 1, Estimated: u.Estimated, Cost: cost, CostKnown: known, Context: u.Prompt(), Window: st.window})
+	t.AddTurnCost(cost)
+}
+
+// checkSpend refuses a request once the session has spent its cap.
+func (r *Runner) checkSpend(t *session.Turn, st *setup) error {
+	limit := st.agent.SpendLimit
+	if limit <= 0 {
+		return nil
+	}
+	if spent := t.S.Usage().Cost; spent >= limit {
+		return errs.E(errs.Permission, fmt.Sprintf("spending cap reached: $%.4f of $%.2f (spend_limit_usd in a/%s.json)", spent, limit, st.meta.Agent))
+	}
+	return nil
+}
+
+// consent asks in the session's ask/ directory.
+type consent struct {
+	t       *session.Turn
+	timeout time.Duration
+}
+
+func (c *consent) Ask(ctx context.Context, req execute.Request) (execute.Decision, error) {
+	ok, err := c.t.Ask(ctx, req.String(), c.timeout)
+	if err != nil || !ok {
+		return execute.Deny, err
+	}
+	return execute.Allow, nil
+}
+
+func (r *Runner) consentTimeout() time.Duration {
+	if s := r.o.Config.Sandbox.ConsentTimeout; s > 0 {
+		return time.Duration(s) * time.Second
+	}
+	return 5 * time.Minute
+}
