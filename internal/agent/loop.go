@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"ollie.dev/ollie/internal/backend"
+	"ollie.dev/ollie/internal/config"
 	"ollie.dev/ollie/internal/errs"
 	"ollie.dev/ollie/internal/execute"
 	"ollie.dev/ollie/internal/session"
@@ -154,12 +155,33 @@ func (r *Runner) execute(ctx context.Context, t *session.Turn, st *setup, args j
 	for _, v := range t.S.Env() {
 		env = append(env, v.Key+"="+v.Value)
 	}
+	policy := firstOf(m.Sandbox, st.agent.Sandbox)
 	spec := execute.Spec{
 		Cwd: m.Cwd, Tmp: t.S.TmpDir(), Tools: r.o.Config.ConfigDir + "/t", Env: env,
-		Policy: firstOf(m.Sandbox, st.agent.Sandbox), Consent: &consent{t: t, timeout: r.consentTimeout()},
+		Policy: policy, Consent: &consent{t: t, timeout: r.consentTimeout()},
 		Session: m.ID,
 	}
+	spec.Read, spec.Write = r.treeGrants(policy, m.ID)
 	return r.o.Exec.Run(ctx, spec, args)
+}
+
+// treeGrants opens the mounted tree to the session's tools: all of it to
+// read (it holds no secrets), and, when the profile lets the session write
+// its cwd, its memory (m/), the shared tmp/ and its own session directory
+// (plan, spawn of sub-agents ...) to write. Agent configurations, tools,
+// skills, prompts and other sessions stay read-only: code the model wrote
+// cannot change its own policy or reach another session.
+func (r *Runner) treeGrants(policy, id string) (read, write []string) {
+	if r.o.Mount == "" {
+		return nil, nil
+	}
+	read = []string{r.o.Mount}
+	prof, err := r.o.Config.Sandbox.Profile(policy)
+	if err != nil || prof.Cwd != config.AccessRW {
+		return read, nil
+	}
+	m := r.o.Mount
+	return read, []string{m + "/m", m + "/tmp", m + "/s/" + id}
 }
 
 // indentOutput shows a tool's output in chat, cut to a readable size (the

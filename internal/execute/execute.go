@@ -60,6 +60,10 @@ type Spec struct {
 	Consent Consent
 	// Session names the session in consent requests.
 	Session string
+	// Read and Write are further paths this session's stages may read or
+	// write, beyond the profile's: the parts of the tree its tools use.
+	// They come from the daemon, never from the model.
+	Read, Write []string
 }
 
 // Executor runs calls. It is safe for concurrent use.
@@ -123,6 +127,8 @@ func (e *Executor) Run(ctx context.Context, spec Spec, args []byte) (*Result, er
 	if err != nil {
 		return nil, errs.E(errs.Invalid, err)
 	}
+	prof.Read = append(append([]string(nil), prof.Read...), spec.Read...)
+	prof.Write = append(append([]string(nil), prof.Write...), spec.Write...)
 	pol, err := sandbox.New(policyName(spec.Policy, e.o.Sandbox), prof, sandbox.Paths{
 		Home: e.o.Home, Cwd: spec.Cwd, Tmp: spec.Tmp, Tools: spec.Tools, Private: e.o.Private,
 	})
