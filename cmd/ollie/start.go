@@ -85,7 +85,7 @@ func runStart(ctx context.Context, env *Env, args []string) error {
 	go func() { exited <- cmd.Wait() }()
 	if err := waitReady(ctx, c.Socket, mnt, !startFlags.nomnt, exited); err != nil {
 		cmd.Process.Signal(syscall.SIGTERM)
-		return fmt.Errorf("%v\n%s", err, logTail(logPath, logStart))
+		return fmt.Errorf("%v; its log says:\n%s", err, logTail(logPath, logStart))
 	}
 	fmt.Fprintf(env.Stdout, "ollie running (pid %d)\n  socket %s\n", cmd.Process.Pid, c.Socket)
 	if !startFlags.nomnt {
@@ -102,7 +102,7 @@ func waitReady(ctx context.Context, socket, mnt string, mounted bool, exited <-c
 	for time.Now().Before(deadline) {
 		select {
 		case err := <-exited:
-			return fmt.Errorf("the daemon exited during start-up (%v); its log says:", err)
+			return fmt.Errorf("the daemon exited during start-up (%v)", err)
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(20 * time.Millisecond):
@@ -114,7 +114,7 @@ func waitReady(ctx context.Context, socket, mnt string, mounted bool, exited <-c
 			return nil
 		}
 	}
-	return fmt.Errorf("the daemon did not become ready within 15s; its log says:")
+	return fmt.Errorf("the daemon did not become ready within 15s")
 }
 
 // logTail returns what the log gained since offset, for error reports.

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -212,5 +211,3 @@ func shorten(s string, n int) string {
 	}
 	return s[:n] + "..."
 }
-
-var errStopped = errors.New("stopped")

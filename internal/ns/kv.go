@@ -2,7 +2,6 @@ package ns
 
 import (
 	"regexp"
-	"sort"
 	"strings"
 
 	"ollie.dev/ollie/internal/errs"
@@ -71,13 +70,4 @@ func renderKV(pairs [][2]string) []byte {
 		b.WriteByte('\n')
 	}
 	return []byte(b.String())
-}
-
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

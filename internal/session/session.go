@@ -3,7 +3,6 @@ package session
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -357,8 +356,6 @@ type ask struct {
 	text   string
 	answer chan bool
 }
-
-var errRemoved = errors.New("session ended")
 
 // Removed reports whether the session has ended.
 func (s *Session) Removed() bool {
