@@ -38,6 +38,9 @@ type Config struct {
 	Mount      string // default mount point for `ollie start` and `ollie mount`
 	Listen     string // TCP listen address; "" means no TCP
 
+	// MaxParallel caps the batch-job sessions running at once.
+	MaxParallel int
+
 	File     string // the config file that was read, "" if none
 	Backends []Backend
 	Sandbox  Sandbox
@@ -53,6 +56,8 @@ type fileConfig struct {
 	Listen   string    `json:"listen,omitempty"`
 	Backends []Backend `json:"backends,omitempty"`
 	Sandbox  *Sandbox  `json:"sandbox,omitempty"`
+	// MaxParallel caps the sessions of batch jobs running at once (8).
+	MaxParallel int `json:"max_parallel,omitempty"`
 }
 
 // Load computes the configuration from env and, if present, the config
@@ -148,6 +153,10 @@ func (c *Config) apply(path string, data []byte, home string) error {
 		}
 		c.Listen = f.Listen
 	}
+	if f.MaxParallel < 0 || f.MaxParallel > 1024 {
+		return fmt.Errorf("%s: max_parallel %d is outside 0..1024", path, f.MaxParallel)
+	}
+	c.MaxParallel = f.MaxParallel
 	if err := checkBackends(f.Backends); err != nil {
 		return fmt.Errorf("%s: %v", path, err)
 	}

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"ollie.dev/ollie/internal/batch"
 	"ollie.dev/ollie/internal/config"
 	"ollie.dev/ollie/internal/ninep"
 	"ollie.dev/ollie/internal/ns"
@@ -43,6 +44,7 @@ type Daemon struct {
 	NS       *ns.NS
 	Server   *ninep.Server
 	Sessions *session.Manager
+	Batch    *batch.Registry
 	Start    time.Time
 	log      *log.Logger
 
@@ -70,21 +72,30 @@ func Start(cfg *config.Config, o Options) (*Daemon, error) {
 	}
 	d.OnClose(func() { lk.Close(); os.Remove(lk.Name()) })
 
-	mgr, err := session.Open(session.Options{
-		Dir: filepath.Join(cfg.DataDir, "s"), TrDir: filepath.Join(cfg.DataDir, "tr"),
-		Runner: o.Runner, CheckAgent: agentChecker(cfg), CheckBackend: backendChecker(cfg),
-		Logf: d.log.Printf,
-	})
+	var reg *batch.Registry
+	so := session.Options{Runner: o.Runner, CheckAgent: agentChecker(cfg), CheckBackend: backendChecker(cfg),
+		Logf: d.log.Printf, OnStop: func(id string) { reg.StopChildren(id) }}
+	reg, err = batch.Open(batch.Options{Dir: filepath.Join(cfg.DataDir, "b"), Session: so, MaxRunning: cfg.MaxParallel, Logf: d.log.Printf})
+	if err != nil {
+		d.Close()
+		return nil, fmt.Errorf("batch jobs: %v", err)
+	}
+	d.Batch = reg
+	d.OnClose(reg.Close)
+	so.Dir, so.TrDir = filepath.Join(cfg.DataDir, "s"), filepath.Join(cfg.DataDir, "tr")
+	mgr, err := session.Open(so)
 	if err != nil {
 		d.Close()
 		return nil, fmt.Errorf("sessions: %v", err)
 	}
 	d.Sessions = mgr
 	d.OnClose(mgr.Close)
+	jobs := &jobMaker{cfg: cfg, reg: reg}
 	counters := append(serverCounters(d), sessionCounters(mgr)...)
 	counters = append(counters, o.Counters...)
 	nsp, err := ns.Build(ns.Options{Config: cfg, Uid: userName(), Start: d.Start, Counters: counters,
-		Sessions: &ns.Sessions{M: mgr, Models: o.Models}, Extra: o.Extra})
+		Sessions: &ns.Sessions{M: mgr, Models: o.Models, Spawn: jobs.spawn},
+		Batch:    &ns.Batch{R: reg, New: jobs.new}, Extra: o.Extra})
 	if err != nil {
 		d.Close()
 		return nil, err

@@ -35,6 +35,8 @@ type Options struct {
 	Counters []Counter
 	// Sessions, if set, is served as s/.
 	Sessions *Sessions
+	// Batch, if set, is served as b/.
+	Batch *Batch
 	// Extra root entries (b/ ...) provided by other layers.
 	Extra []tree.Entry
 }
@@ -149,12 +151,35 @@ func Build(o Options) (*NS, error) {
 		root.Add(tree.Entry{Name: "s", Mode: "dir", Doc: "Sessions, and the session scripts (sh b bfg bbg ls kill cleanup).",
 			Node: newSessionsDir(fs, *o.Sessions, scripts)})
 	}
+	if o.Batch != nil {
+		scripts, err := n.scriptDir(filepath.Join(c.ConfigDir, "b"), "b")
+		if err != nil {
+			n.Close()
+			return nil, err
+		}
+		root.Add(tree.Entry{Name: "b", Mode: "dir", Doc: "Batch jobs: fork-join of ephemeral sessions.",
+			Node: newBatchDir(fs, *o.Batch, scripts)})
+	}
 	for _, e := range o.Extra {
 		root.Add(e)
 	}
 	root.Add(tree.Entry{Name: "stats", Mode: "r", Doc: "Daemon counters, one file each.", Node: statsDir(fs, o)})
 	n.Root = root
 	return n, nil
+}
+
+// scriptDir serves the scripts shipped for a directory of the tree (b/q)
+// from the configuration directory, read-only and executable.
+func (n *NS) scriptDir(dir, name string) (*tree.DiskDir, error) {
+	if err := os.MkdirAll(dir, 0700); err != nil {
+		return nil, err
+	}
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	n.roots = append(n.roots, r)
+	return n.FS.NewDiskDir(name, r, &tree.DiskPolicy{Exec: true}), nil
 }
 
 func renderBackends(bs []config.Backend) []byte {

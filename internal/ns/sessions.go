@@ -18,6 +18,9 @@ type Sessions struct {
 	M *session.Manager
 	// Models lists the models a session's backend offers; nil: none.
 	Models func(ctx context.Context, s *session.Session) ([]string, error)
+	// Spawn starts a batch job of sub-agents of parent from a job spec
+	// (its spawn file) and returns the job id; nil: no sub-agents.
+	Spawn func(parent *session.Session, spec string) (string, error)
 }
 
 // sessionsDir is s/: the clone file new, idx, the session scripts (from
@@ -133,9 +136,10 @@ func dash(s string) string {
 // cloneHandle is an open of s/new: a write creates a session, and a read
 // at offset 0 then returns its id; before any write it returns a template.
 type cloneHandle struct {
-	d  *sessionsDir
-	mu sync.Mutex
-	id string
+	d    *sessionsDir
+	mu   sync.Mutex
+	id   string
+	wend int64
 }
 
 func (d *sessionsDir) openNew(ctx context.Context, mode uint8) (tree.Handle, error) {
@@ -144,11 +148,12 @@ func (d *sessionsDir) openNew(ctx context.Context, mode uint8) (tree.Handle, err
 
 func (h *cloneHandle) ReadAt(_ context.Context, p []byte, off int64) (int, error) {
 	h.mu.Lock()
-	id := h.id
+	id, wend := h.id, h.wend
 	h.mu.Unlock()
 	text := "cwd=\nname=\nagent=\nbackend=\nmodel=\n"
 	if id != "" {
 		text = id + "\n"
+		off = idOffset(off, wend)
 	}
 	if off >= int64(len(text)) {
 		return 0, nil
@@ -170,7 +175,7 @@ func (h *cloneHandle) WriteAt(_ context.Context, p []byte, off int64) (int, erro
 	if err != nil {
 		return 0, err
 	}
-	h.id = s.ID()
+	h.id, h.wend = s.ID(), off+int64(len(p))
 	return len(p), nil
 }
 

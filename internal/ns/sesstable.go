@@ -76,6 +76,13 @@ var sessionTable = []fileSpec{
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text([]byte(itoa(d.s.Offset()) + "\n")) }},
 	{name: "prompt.prev", perm: 0444, mode: "r", doc: "The last submitted prompt.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(d.s.PrevPromptText()) }},
+	{name: "spawn", perm: 0666, mode: "rw", doc: "Clone file for sub-agents: a job spec as for b/new; read back the job id (b/<id>). They run under this session's sandbox policy and stop with it.",
+		open: func(d *sessionDir, _ uint8) (tree.Handle, error) {
+			if d.parent.hooks.Spawn == nil {
+				return nil, errs.E(errs.Unsupported, "sub-agents are not available here")
+			}
+			return &jobClone{make: func(text string) (string, error) { return d.parent.hooks.Spawn(d.s, text) }}, nil
+		}},
 	{name: "tail", perm: 0555, mode: "r, exec", doc: "A script: tail -f of this session's chat.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) {
 			return text([]byte("#!/bin/sh\n# Follow this session's chat.\nexec tail -n +1 -f \"$(dirname \"$0\")/chat\"\n"))

@@ -29,7 +29,10 @@ type Options struct {
 	// CheckAgent and CheckBackend validate names given in new or cfg.
 	CheckAgent   func(name string) error
 	CheckBackend func(name string) error
-	Logf         func(format string, args ...any)
+	// OnStop is called when a session is stopped or killed (to stop the
+	// sub-agents it spawned).
+	OnStop func(id string)
+	Logf   func(format string, args ...any)
 }
 
 // Manager holds every session of the daemon.

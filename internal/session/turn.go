@@ -160,6 +160,9 @@ func mustJSON(v any) []byte {
 // Stop interrupts the running turn, if any, and waits for it to end.
 // Queued prompts then run.
 func (s *Session) Stop() error {
+	if f := s.m.o.OnStop; f != nil {
+		f(s.id)
+	}
 	s.mu.Lock()
 	tr := s.turn
 	s.mu.Unlock()

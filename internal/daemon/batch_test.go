@@ -1,0 +1,121 @@
+package daemon_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"9fans.net/go/plan9"
+)
+
+func TestBatchForkJoinInOrder(t *testing.T) {
+	fsys, _, _ := sessionSetup(t)
+	cwd := t.TempDir()
+	f, err := fsys.Open(ctx, "b/new", plan9.ORDWR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := "cwd=" + cwd + "\nparallel=8\n---\nwork on it"
+	if _, err := f.WriteAt(ctx, []byte(spec), 0); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 100)
+	n, _ := f.ReadAt(ctx, buf, 0)
+	f.Clunk(ctx)
+	id := strings.TrimSpace(string(buf[:n]))
+	if len(id) != 26 {
+		t.Fatalf("job id %q", id)
+	}
+	res := read(t, fsys, "b/"+id+"/result")
+	var want strings.Builder
+	for k := 1; k <= 8; k++ {
+		fmt.Fprintf(&want, "=== %d/8 ===\necho: work on it\n", k)
+	}
+	if res != want.String() {
+		t.Fatalf("result:\n%s\nwant:\n%s", res, want.String())
+	}
+	if st := read(t, fsys, "b/"+id+"/state"); st != "done\n" {
+		t.Errorf("state = %q", st)
+	}
+	for k := 1; k <= 8; k++ {
+		if c := read(t, fsys, fmt.Sprintf("b/%s/%d/chat", id, k)); !strings.Contains(c, "echo: work on it") {
+			t.Errorf("member %d chat = %q", k, c)
+		}
+	}
+	if idx := read(t, fsys, "s/idx"); idx != "" {
+		t.Errorf("batch members show in s/idx: %q", idx)
+	}
+	if err := fsys.Remove(ctx, "b/"+id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fsys.Stat(ctx, "b/"+id); err == nil {
+		t.Error("removed job still there")
+	}
+}
+
+func TestBatchSpecErrors(t *testing.T) {
+	fsys, _, _ := sessionSetup(t)
+	cwd := t.TempDir()
+	for _, bad := range []struct{ spec, want string }{
+		{"cwd=" + cwd + "\nno separator", "a line ---"},
+		{"cwd=" + cwd + "\n---\n   ", "no prompt"},
+		{"cwd=" + cwd + " parallel=0\n---\nx", "parallel"},
+		{"cwd=" + cwd + " parallel=many\n---\nx", "parallel"},
+		{"cwd=" + cwd + " parallel=100000\n---\nx", "parallel"},
+		{"cwd=" + cwd + " colour=red\n---\nx", "unknown key"},
+		{"parallel=2\n---\nx", "cwd is required"},
+		{"cwd=" + cwd + " agent=nosuch\n---\nx", "no agent"},
+	} {
+		if err := write(fsys, "b/new", []byte(bad.spec)); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("b/new <- %q: %v, want %q", bad.spec, err, bad.want)
+		}
+	}
+	ents, _ := fsys.ReadDir(ctx, "b")
+	if len(ents) != 1 {
+		t.Errorf("bad specs made jobs: %d entries in b/", len(ents))
+	}
+}
+
+func TestSpawnInheritsAndStops(t *testing.T) {
+	fsys, d, r := sessionSetup(t)
+	id := newSession(t, fsys, "cwd="+t.TempDir()+" name=parent")
+	f, err := fsys.Open(ctx, "s/parent/spawn", plan9.ORDWR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := "parallel=2\n---\nblock in the child"
+	if _, err := f.WriteAt(ctx, []byte(spec), 0); err != nil {
+		t.Fatal(err)
+	}
+	// A shell that opened the file read-write reads on after its write.
+	buf := make([]byte, 100)
+	n, _ := f.ReadAt(ctx, buf, int64(len(spec)))
+	f.Clunk(ctx)
+	job := strings.TrimSpace(string(buf[:n]))
+	j, ok := d.Batch.Get(job)
+	if !ok {
+		t.Fatalf("no job %q", job)
+	}
+	sp := j.Spec()
+	if sp.Parent != id || sp.Sandbox != "workspace" || sp.Agent != "default" {
+		t.Errorf("spawned job spec %+v: want parent %s, the parent's policy and agent", sp, id)
+	}
+	for read(t, fsys, "b/"+job+"/1/state") != "running\n" {
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Stopping the parent stops its sub-agents.
+	if err := write(fsys, "s/parent/ctl", []byte("stop\n")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-j.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the sub-agents did not stop with their parent")
+	}
+	res := read(t, fsys, "b/"+job+"/result")
+	if strings.Contains(res, "echo: block") {
+		t.Errorf("a stopped sub-agent finished: %q", res)
+	}
+	_ = r
+}
