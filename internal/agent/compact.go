@@ -54,6 +54,9 @@ func (r *Runner) maybeCompact(ctx context.Context, t *session.Turn, st *setup, m
 	if cut == 0 {
 		return nil // nothing older than what must be kept
 	}
+	if h := r.hook(ctx, t, st, "preCompact", map[string]any{"messages": len(*msgs), "tokens": est}); h.blocked {
+		return nil
+	}
 	t.SetState(session.Compacting)
 	defer t.SetState(session.Running)
 	summary, err := r.summarize(ctx, t, st, (*msgs)[:cut])
@@ -79,6 +82,7 @@ func (r *Runner) maybeCompact(ctx context.Context, t *session.Turn, st *setup, m
 		return err
 	}
 	*msgs = next
+	r.hook(ctx, t, st, "postCompact", map[string]any{"messages": len(next), "note": note})
 	return nil
 }
 

@@ -34,6 +34,41 @@ func (r *Runner) Run(ctx context.Context, t *session.Turn) error {
 	if len(msgs) == 0 {
 		return errs.E(errs.Invalid, "nothing to answer: the history is empty")
 	}
+	if err := r.beforeTurn(ctx, t, st, msgs); err != nil {
+		r.hook(ctx, t, st, "turnError", map[string]any{"error": err.Error()})
+		return err
+	}
+	err = r.steps(ctx, t, st, msgs)
+	if err != nil && ctx.Err() == nil {
+		r.hook(ctx, t, st, "turnError", map[string]any{"error": err.Error()})
+		return err
+	}
+	if err == nil {
+		reply := string(t.S.ReplyText())
+		if h := r.hook(ctx, t, st, "postTurn", map[string]any{"prompt": t.Prompt, "reply": reply}); h.blocked && strings.TrimSpace(h.stdout) != "" {
+			if err := t.S.Enqueue(h.stdout); err != nil {
+				t.Chat(":: postTurn hook: the next prompt was refused: " + err.Error() + "\n")
+			}
+		}
+	}
+	return err
+}
+
+// beforeTurn runs the agentSpawn (first turn only) and preTurn hooks.
+func (r *Runner) beforeTurn(ctx context.Context, t *session.Turn, st *setup, msgs []backend.Message) error {
+	if len(msgs) == 1 {
+		if h := r.hook(ctx, t, st, "agentSpawn", map[string]any{"prompt": t.Prompt}); h.blocked {
+			return errs.E(errs.Permission, "agentSpawn hook: "+h.reason)
+		}
+	}
+	if h := r.hook(ctx, t, st, "preTurn", map[string]any{"prompt": t.Prompt, "resume": t.Resume}); h.blocked {
+		return errs.E(errs.Permission, "preTurn hook: "+h.reason)
+	}
+	return nil
+}
+
+// steps runs the model and its tool calls until the turn is over.
+func (r *Runner) steps(ctx context.Context, t *session.Turn, st *setup, msgs []backend.Message) error {
 	for step := 1; ; step++ {
 		last := step > st.maxStep
 		if last {
@@ -119,6 +154,11 @@ func (r *Runner) call(ctx context.Context, t *session.Turn, st *setup, c backend
 		t.Chat(msg + "\n")
 		return msg, true
 	}
+	if h := r.hook(ctx, t, st, "preTool", map[string]any{"tool": c.Name, "args": c.Args}); h.blocked {
+		msg := "error: blocked by the preTool hook: " + h.reason
+		t.Chat(msg + "\n")
+		return msg, true
+	}
 	t.SetState(session.CallingTool)
 	t.Event("tool_start", map[string]any{"id": c.ID, "tool": c.Name})
 	res, err := r.execute(ctx, t, st, c.Args)
@@ -138,6 +178,9 @@ func (r *Runner) call(ctx context.Context, t *session.Turn, st *setup, c backend
 		}
 	}
 	t.Event("tool_end", data)
+	if h := r.hook(ctx, t, st, "postTool", map[string]any{"tool": c.Name, "args": c.Args, "result": text, "failed": failed}); h.stdout != "" {
+		text += h.stdout
+	}
 	t.Chat(indentOutput(text))
 	return text, failed
 }
