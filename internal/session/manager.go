@@ -103,10 +103,9 @@ func (m *Manager) load(id string) (*Session, error) {
 		s.chatSize.Store(fi.Size())
 	}
 	s.offset = s.chatSize.Load()
-	last := lastEvent(s.EventsPath())
+	last := lastTurnEvent(s.EventsPath())
 	switch {
-	case last.Type == "turn_start" || last.Type == "state" || last.Type == "usage" || last.Type == "ask" ||
-		last.Type == "answer" || strings.HasPrefix(last.Type, "tool"):
+	case last.Type == "turn_start":
 		// A turn was running when the daemon died.
 		s.chatLocked(":: "+interrupted+"; `echo resume > ctl` continues the turn\n", true)
 		s.paused = interrupted + "; ctl resume continues"
@@ -121,8 +120,9 @@ func (m *Manager) load(id string) (*Session, error) {
 	return s, nil
 }
 
-// lastEvent reads the last line of an events log.
-func lastEvent(name string) Event {
+// lastTurnEvent returns the last turn_start or turn_end event of an events
+// log, reading it backwards from the end.
+func lastTurnEvent(name string) Event {
 	var ev Event
 	f, err := os.Open(name)
 	if err != nil {
@@ -130,16 +130,32 @@ func lastEvent(name string) Event {
 	}
 	defer f.Close()
 	fi, err := f.Stat()
-	if err != nil || fi.Size() == 0 {
+	if err != nil {
 		return ev
 	}
-	off := max(fi.Size()-64<<10, 0)
-	b := make([]byte, fi.Size()-off)
-	if _, err := f.ReadAt(b, off); err != nil && err != io.EOF {
-		return ev
+	const chunk = 64 << 10
+	var tail []byte
+	for end := fi.Size(); end > 0; {
+		off := max(end-chunk, 0)
+		b := make([]byte, end-off)
+		if _, err := f.ReadAt(b, off); err != nil && err != io.EOF {
+			return ev
+		}
+		tail = append(b, tail...)
+		end = off
+		lines := strings.Split(string(tail), "\n")
+		if off > 0 {
+			lines = lines[1:] // may be cut; it is read whole with the next chunk
+		}
+		for i := len(lines) - 1; i >= 0; i-- {
+			if strings.Contains(lines[i], `"type":"turn_`) {
+				decodeJSON(lines[i], &ev)
+				if ev.Type == "turn_start" || ev.Type == "turn_end" {
+					return ev
+				}
+			}
+		}
 	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	decodeJSON(lines[len(lines)-1], &ev)
 	return ev
 }
 

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"ollie.dev/ollie/internal/llmtest"
+	"ollie.dev/ollie/internal/ninep/client"
+)
+
+// daemonProc is `ollie serve` in a process of its own, so it can die of
+// SIGKILL.
+type daemonProc struct {
+	t    *testing.T
+	env  []string
+	sock string
+	cmd  *exec.Cmd
+}
+
+func startDaemon(t *testing.T, env []string, sock string) *daemonProc {
+	t.Helper()
+	d := &daemonProc{t: t, env: env, sock: sock}
+	d.cmd = exec.Command(os.Args[0], "serve", "-socket", sock)
+	d.cmd.Env = append(env, "OLLIE_TEST_MAIN=1")
+	log, _ := os.Create(filepath.Join(t.TempDir(), "daemon.log"))
+	d.cmd.Stdout, d.cmd.Stderr = log, log
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.cmd.Process.Kill(); d.cmd.Wait() })
+	for i := 0; probe(sock) != nil; i++ {
+		if i > 500 {
+			b, _ := os.ReadFile(log.Name())
+			t.Fatalf("daemon did not start:\n%s", b)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return d
+}
+
+func (d *daemonProc) dial() *client.Fsys {
+	d.t.Helper()
+	fsys, err := client.Mount(context.Background(), d.sock, "tester", "")
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	d.t.Cleanup(func() { fsys.Close() })
+	return fsys
+}
+
+func (d *daemonProc) kill9() {
+	d.cmd.Process.Signal(syscall.SIGKILL)
+	d.cmd.Wait()
+}
+
+func rd(t *testing.T, fsys *client.Fsys, p string) string {
+	t.Helper()
+	b, err := fsys.ReadFile(context.Background(), p)
+	if err != nil {
+		t.Fatalf("read %s: %v", p, err)
+	}
+	return string(b)
+}
+
+func wr(t *testing.T, fsys *client.Fsys, p, data string) {
+	t.Helper()
+	if err := fsys.WriteFile(context.Background(), p, []byte(data), 0); err != nil {
+		t.Fatalf("write %s: %v", p, err)
+	}
+}
+
+// TestKill9DuringStreamingTurn kills the daemon with SIGKILL while the
+// model streams, restarts it, and checks that every session is back with
+// its chat, history, plan, queue and usage; that the cut turn is marked
+// and not re-run; and that ctl resume continues it.
+func TestKill9DuringStreamingTurn(t *testing.T) {
+	llm := llmtest.NewTest(t, &llmtest.Script{
+		Turns: []llmtest.Turn{
+			{Text: "first answer"},
+			{Text: strings.Repeat("slow words ", 400)}, // streams for seconds
+		},
+		Default: &llmtest.Turn{Text: "resumed answer"},
+		Latency: llmtest.Duration(5 * time.Millisecond),
+	})
+	root := t.TempDir()
+	home, cwd := filepath.Join(root, "home"), filepath.Join(root, "proj")
+	os.MkdirAll(cwd, 0700)
+	rt, _ := os.MkdirTemp("", "olk")
+	t.Cleanup(func() { os.RemoveAll(rt) })
+	sock := filepath.Join(rt, "ollie.sock")
+	env := []string{"HOME=" + home, "PATH=/usr/bin:/bin", "OLLAMA_HOST=" + llm.URL}
+	d := startDaemon(t, env, sock)
+	fsys := d.dial()
+	wr(t, fsys, "s/new", "cwd="+cwd+" name=survivor")
+	wr(t, fsys, "s/survivor/prompt", "one\n")
+	if w := rd(t, fsys, "s/survivor/wait"); w != "idle\n" {
+		t.Fatalf("wait = %q", w)
+	}
+	wr(t, fsys, "s/survivor/plan", "step 1\n")
+	wr(t, fsys, "s/survivor/prompt", "two\n")
+	wr(t, fsys, "s/survivor/fifo.in", "three\n")
+	for !strings.Contains(rd(t, fsys, "s/survivor/chat"), "slow words slow") {
+		time.Sleep(10 * time.Millisecond)
+	}
+	usage := rd(t, fsys, "s/survivor/usage")
+	fsys.Close()
+	d.kill9()
+
+	d2 := startDaemon(t, env, sock)
+	fsys = d2.dial()
+	chat := rd(t, fsys, "s/survivor/chat")
+	for _, want := range []string{"user: one\n", "assistant: first answer\n", "user: two\n", "slow words", ":: interrupted by restart"} {
+		if !strings.Contains(chat, want) {
+			t.Errorf("chat after restart lacks %q:\n%s", want, chat)
+		}
+	}
+	if p := rd(t, fsys, "s/survivor/plan"); p != "step 1\n" {
+		t.Errorf("plan = %q", p)
+	}
+	if q := rd(t, fsys, "s/survivor/queue"); q != "\"three\\n\"\n" {
+		t.Errorf("queue = %q", q)
+	}
+	if u := rd(t, fsys, "s/survivor/usage"); u != usage {
+		t.Errorf("usage after restart %q, before %q", u, usage)
+	}
+	ctx := rd(t, fsys, "s/survivor/context")
+	if !strings.Contains(ctx, `"text":"two\n"`) {
+		t.Errorf("history lacks the cut turn's prompt:\n%s", ctx)
+	}
+	// Not re-run by itself.
+	time.Sleep(300 * time.Millisecond)
+	if st := rd(t, fsys, "s/survivor/state"); st != "idle\n" {
+		t.Errorf("state after restart = %q", st)
+	}
+	if w := rd(t, fsys, "s/survivor/wait"); !strings.Contains(w, "interrupted by restart") {
+		t.Errorf("wait after restart = %q", w)
+	}
+	wr(t, fsys, "s/survivor/ctl", "resume")
+	if w := rd(t, fsys, "s/survivor/wait"); w != "idle\n" {
+		t.Errorf("wait after resume = %q", w)
+	}
+	chat = rd(t, fsys, "s/survivor/chat")
+	if strings.Count(chat, "assistant: resumed answer\n") != 2 || strings.Count(chat, "user: two\n") != 1 {
+		t.Errorf("resume did not continue the cut turn and then the queue:\n%s", chat[max(0, len(chat)-300):])
+	}
+}
