@@ -31,7 +31,7 @@ import (
 type Options struct {
 	Config   *config.Config
 	Backends []backend.Backend // in configuration order; the first is the default
-	Exec     *execute.Executor // runs execute_code; nil makes every call fail
+	Exec     Executor          // runs execute_code; nil makes every call fail
 	// Mount is where the tree is mounted, given to tools as $OLLIE; "" if
 	// it is not mounted.
 	Mount string
@@ -40,6 +40,11 @@ type Options struct {
 	Retries   int
 	RetryBase time.Duration
 	Logf      func(format string, args ...any)
+}
+
+// Executor runs one execute_code call; *execute.Executor is the real one.
+type Executor interface {
+	Run(ctx context.Context, spec execute.Spec, args []byte) (*execute.Result, error)
 }
 
 // Runner implements session.Runner.

@@ -10,9 +10,9 @@
 //	context.jsonl  the message history sent to the model, one JSON message a line
 //	events.jsonl   events, one JSON object a line, with a sequence number
 //	queue.jsonl    prompts waiting for the current turn (replaced atomically)
-//	usage.json     token and cost totals (replaced atomically)
+//	usage.json     token and cost totals (a fixed-size record rewritten in place)
 //	plan, env      the agent's plan; KEY=VALUE lines for tools (mode 0600)
-//	reply, prompt.prev, systemprompt
+//	systemprompt   the system prompt as last sent (the last reply and prompt come from the history)
 //	history/       full histories saved before each compaction
 //	tmp/           scratch space of execute_code (full outputs ...)
 //	turn           present while a turn runs: names the prompt; a crash leaves it

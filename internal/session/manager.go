@@ -95,7 +95,7 @@ func (m *Manager) load(id string) (*Session, error) {
 		return nil, err
 	}
 	s.meta.ID = id
-	readJSON(filepath.Join(dir, "usage.json"), &s.usage)
+	loadUsage(filepath.Join(dir, "usage.json"), &s.usage)
 	if q, err := readQueue(filepath.Join(dir, "queue.jsonl")); err == nil {
 		s.queue = q
 	}
@@ -109,7 +109,7 @@ func (m *Manager) load(id string) (*Session, error) {
 		// A turn was running when the daemon died.
 		s.chatLocked(":: "+interrupted+"; `echo resume > ctl` continues the turn\n", true)
 		s.paused = interrupted + "; ctl resume continues"
-		s.prev = string(s.PrevPromptText())
+		s.prev = string(s.PrevPromptText()) // the cut turn's prompt, for resume
 		s.eventLocked("interrupted", nil)
 	case len(s.queue) > 0:
 		s.paused = "queued prompts wait for ctl resume after a restart"

@@ -33,7 +33,8 @@ type Session struct {
 	paused   string // why queued work waits for `ctl resume` ("" = it does not)
 	queue    []string
 	usage    Usage
-	reply    string
+	reply    string // the last reply, once a turn has set it
+	replySet bool
 	offset   int64 // chat size just after the last user prompt
 	prev     string
 	turn     *turn // the running turn, nil when none
@@ -91,8 +92,6 @@ func (s *Session) SystemPrompt() []byte { return readOrEmpty(filepath.Join(s.dir
 func (s *Session) Plan() []byte         { return readOrEmpty(filepath.Join(s.dir, "plan")) }
 func readOrEmpty(name string) []byte    { b, _ := os.ReadFile(name); return b }
 func (s *Session) Usage() Usage         { s.mu.Lock(); defer s.mu.Unlock(); return s.usage }
-func (s *Session) Reply() string        { s.mu.Lock(); defer s.mu.Unlock(); return s.reply }
-func (s *Session) PrevPrompt() string   { s.mu.Lock(); defer s.mu.Unlock(); return s.prev }
 func (s *Session) Offset() int64        { s.mu.Lock(); defer s.mu.Unlock(); return s.offset }
 func (s *Session) Queue() []string {
 	s.mu.Lock()

@@ -61,7 +61,6 @@ func (s *Session) launchLocked(t *Turn, compact bool) error {
 		}
 		s.offset = s.chatSize.Load()
 		s.prev = t.Prompt
-		replaceFile(filepath.Join(s.dir, "prompt.prev"), []byte(t.Prompt), 0600, false)
 	}
 	s.lastErr = ""
 	s.m.turns.Add(1)
@@ -101,7 +100,7 @@ func (s *Session) run(ctx context.Context, tr *turn, t *Turn, compact bool) {
 	}
 	s.eventLocked("turn_end", data)
 	s.closeLogsLocked()
-	replaceFile(filepath.Join(s.dir, "usage.json"), mustJSON(s.usage), 0600, false)
+	s.saveUsageLocked()
 	s.turn = nil
 	close(tr.done)
 	if len(s.queue) > 0 && s.paused == "" && !s.removed && !s.m.closing.Load() {

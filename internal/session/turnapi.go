@@ -164,7 +164,11 @@ func (t *Turn) AddTurnCost(c float64) {
 
 // SetReply records the last complete assistant reply.
 func (t *Turn) SetReply(text string) error {
-	return replaceFile(filepath.Join(t.S.dir, "reply"), []byte(text), 0600, false)
+	s := t.S
+	s.mu.Lock()
+	s.reply, s.replySet = text, true
+	s.mu.Unlock()
+	return nil
 }
 
 // SetSystemPrompt records the system prompt exactly as sent.
