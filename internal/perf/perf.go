@@ -127,7 +127,7 @@ func TurnScript() *llmtest.Script {
 
 // Stats summarizes durations.
 type Stats struct {
-	N                  int
+	N                   int
 	Mean, P50, P99, Max time.Duration
 }
 

@@ -151,11 +151,6 @@ func oneLine(s string) string {
 	return strings.ReplaceAll(s, "\n", " ")
 }
 
-func mustJSON(v any) []byte {
-	b, _ := json.MarshalIndent(v, "", "\t")
-	return append(b, '\n')
-}
-
 // Stop interrupts the running turn, if any, and waits for it to end.
 // Queued prompts then run.
 func (s *Session) Stop() error {
