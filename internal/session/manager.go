@@ -3,6 +3,7 @@ package session
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -183,11 +184,14 @@ func (m *Manager) New(sp Spec) (*Session, error) {
 	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0700); err != nil {
 		return nil, err
 	}
-	if err := writeJSON(filepath.Join(dir, "meta.json"), meta); err != nil {
+	// Not fsync'd: creating a session acknowledges nothing a crash of the
+	// machine could lose; its first prompt makes the directory durable.
+	b, _ := json.MarshalIndent(meta, "", "\t")
+	if err := os.WriteFile(filepath.Join(dir, "meta.json"), append(b, '\n'), 0600); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	s := &Session{m: m, dir: dir, id: id, meta: meta, state: Idle, notify: newNotifier(), nextSeq: 0}
+	s := &Session{m: m, dir: dir, id: id, meta: meta, state: Idle, notify: newNotifier(), nextSeq: 0, unsynced: true}
 	m.byID[id] = s
 	if sp.Name != "" {
 		m.byName[sp.Name] = s

@@ -39,6 +39,7 @@ type Session struct {
 	prev     string
 	turn     *turn // the running turn, nil when none
 	removed  bool
+	unsynced bool     // the directory is not yet durable (see New)
 	notify   notifier // state, queue and event changes
 	nextSeq  int64    // next event sequence number; -1 until counted
 	asks     map[int]*ask

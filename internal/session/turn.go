@@ -55,6 +55,9 @@ func (s *Session) launchLocked(t *Turn, compact bool) error {
 		if err := s.chatLocked(line, false); err != nil {
 			return errs.E(errs.Other, "chat", err)
 		}
+		if s.unsynced {
+			s.syncDirsLocked()
+		}
 		msg, _ := json.Marshal(map[string]string{"role": "user", "text": t.Prompt})
 		if err := s.appendLocked("context.jsonl", append(msg, '\n'), true); err != nil {
 			return errs.E(errs.Other, "history", err)
@@ -250,4 +253,16 @@ func (s *Session) archiveHistoryLocked() error {
 	}
 	name := time.Now().UTC().Format("20060102T150405.000000000Z") + ".jsonl"
 	return writeAtomic(filepath.Join(dir, name), b, 0600)
+}
+
+// syncDirsLocked makes a new session's directory durable: its files, the
+// directory itself and its entry in the sessions directory.
+func (s *Session) syncDirsLocked() {
+	if f, err := os.Open(filepath.Join(s.dir, "meta.json")); err == nil {
+		f.Sync()
+		f.Close()
+	}
+	syncDir(s.dir)
+	syncDir(filepath.Dir(s.dir))
+	s.unsynced = false
 }
