@@ -88,6 +88,8 @@ type setup struct {
 	fenced  bool
 	window  int
 	maxStep int
+	step    int    // the current step of the turn, from 1
+	plan    string // the session's plan, re-read at every step
 }
 
 func (r *Runner) setup(ctx context.Context, t *session.Turn) (*setup, error) {

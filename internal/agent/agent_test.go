@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"fmt"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -39,6 +40,7 @@ type env struct {
 	d    *daemon.Daemon
 	fsys *client.Fsys
 	cwd  string
+	n    int // sessions made
 }
 
 func newEnv(t *testing.T, kind string, sc *llmtest.Script) *env {
@@ -78,7 +80,8 @@ func newEnv(t *testing.T, kind string, sc *llmtest.Script) *env {
 
 func (e *env) newSession(spec string) string {
 	e.t.Helper()
-	name := "s" + strings.ReplaceAll(e.t.Name(), "/", "-")
+	e.n++
+	name := fmt.Sprintf("s%d-%s", e.n, strings.ReplaceAll(e.t.Name(), "/", "-"))
 	if err := e.fsys.WriteFile(ctx, "s/new", []byte("cwd="+e.cwd+" name="+name+" "+spec), 0); err != nil {
 		e.t.Fatal(err)
 	}
@@ -347,5 +350,47 @@ func TestUnknownToolAndBadArgs(t *testing.T) {
 	msgs := reqs[len(reqs)-1].Messages
 	if !strings.Contains(msgs[2].Text, "unknown tool web_search") || !strings.Contains(msgs[3].Text, "cobol-9000") {
 		t.Errorf("tool errors sent back: %q / %q", msgs[2].Text, msgs[3].Text)
+	}
+}
+
+func TestPlanShownNotKept(t *testing.T) {
+	e := newEnv(t, config.KindOpenAI, &llmtest.Script{Default: &llmtest.Turn{Text: "ok"}})
+	s := e.newSession("")
+	e.write("s/"+s+"/plan", "- [ ] write the tests\n")
+	e.ask(s, "go on")
+	reqs := e.llm.Requests()
+	last := reqs[len(reqs)-1].Messages
+	if !strings.Contains(last[len(last)-1].Text, "Your plan") || !strings.Contains(last[len(last)-1].Text, "write the tests") {
+		t.Errorf("the plan was not shown: %q", last[len(last)-1].Text)
+	}
+	if strings.Contains(e.read("s/"+s+"/context"), "write the tests") {
+		t.Error("the plan entered the history")
+	}
+}
+
+func TestSystemPromptComposition(t *testing.T) {
+	e := newEnv(t, config.KindAnthropic, &llmtest.Script{Default: &llmtest.Turn{Text: "ok"}})
+	os.WriteFile(filepath.Join(e.cfg.ConfigDir, "p", "role.md"), []byte("You work in {{cwd}} as session {{name}}.\n"), 0644)
+	os.WriteFile(filepath.Join(e.cfg.ConfigDir, "x", "prime"), []byte("#!/bin/sh\necho \"primed for $1\"\n"), 0755)
+	e.write("a/composed.json", `{"prompt": [{"file": "role.md"}, {"exec": "x/prime {{agent}}"}]}`)
+	s := e.newSession("agent=composed")
+	e.ask(s, "hello")
+	sp := e.read("s/" + s + "/systemprompt")
+	want := "You work in " + e.cwd + " as session " + s + ".\n\nprimed for composed\n"
+	if sp != want {
+		t.Errorf("systemprompt = %q, want %q", sp, want)
+	}
+	reqs := e.llm.Requests()
+	if reqs[len(reqs)-1].System != sp {
+		t.Errorf("sent %q, file says %q", reqs[len(reqs)-1].System, sp)
+	}
+	// The agent can read p/ through the tree but never change it.
+	if err := e.fsys.WriteFile(ctx, "p/role.md", []byte("hijacked"), 0); err == nil {
+		t.Error("p/ is writable through the tree")
+	}
+	e.write("a/bad.json", `{"prompt": [{"exec": "/bin/sh -c id"}]}`)
+	s2 := e.newSession("agent=bad")
+	if wait, _ := e.ask(s2, "hello"); !strings.Contains(wait, "only plugins in x/") {
+		t.Errorf("an exec part outside x/ ran: wait %q", wait)
 	}
 }

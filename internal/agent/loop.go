@@ -70,6 +70,7 @@ func (r *Runner) beforeTurn(ctx context.Context, t *session.Turn, st *setup, msg
 // steps runs the model and its tool calls until the turn is over.
 func (r *Runner) steps(ctx context.Context, t *session.Turn, st *setup, msgs []backend.Message) error {
 	for step := 1; ; step++ {
+		st.step, st.plan = step, strings.TrimSpace(string(t.S.Plan()))
 		last := step > st.maxStep
 		if last {
 			note := backend.Message{Role: backend.RoleUser, Text: fmt.Sprintf(stepLimitNote, st.maxStep)}

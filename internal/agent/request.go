@@ -97,7 +97,26 @@ func (r *Runner) buildRequest(st *setup, msgs []backend.Message) *backend.Reques
 	} else {
 		req.Tools = []backend.Tool{toolDef}
 	}
+	if st.plan != "" && (st.step == 1 || st.step%planEvery == 0) {
+		req.Messages = withNote(req.Messages, "[ollie] Your plan (s/"+st.meta.ID+"/plan):\n"+st.plan)
+	}
 	return req
+}
+
+// planEvery is how often, in steps, the plan is shown again within a turn.
+const planEvery = 5
+
+// withNote shows note after the last message, in this request only: it
+// never enters the history, and the history's prefix stays the same from
+// one request to the next, as prompt caching wants.
+func withNote(msgs []backend.Message, note string) []backend.Message {
+	n := len(msgs)
+	if n == 0 || (msgs[n-1].Role != backend.RoleUser && msgs[n-1].Role != backend.RoleTool) {
+		return msgs
+	}
+	out := append([]backend.Message(nil), msgs...)
+	out[n-1].Text += "\n\n" + note
+	return out
 }
 
 // fencedView rewrites the history for a model without tool calling: tool
