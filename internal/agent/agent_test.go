@@ -15,6 +15,7 @@ import (
 	"ollie.dev/ollie/internal/config"
 	"ollie.dev/ollie/internal/daemon"
 	"ollie.dev/ollie/internal/execute"
+	"ollie.dev/ollie/internal/fusebridge"
 	"ollie.dev/ollie/internal/llmtest"
 	"ollie.dev/ollie/internal/ninep/client"
 	"ollie.dev/ollie/internal/sandbox"
@@ -40,10 +41,18 @@ type env struct {
 	d    *daemon.Daemon
 	fsys *client.Fsys
 	cwd  string
-	n    int // sessions made
+	mnt  string // where the tree is mounted, "" if it is not
+	n    int    // sessions made
 }
 
 func newEnv(t *testing.T, kind string, sc *llmtest.Script) *env {
+	t.Helper()
+	return newEnvMount(t, kind, sc, false)
+}
+
+// newEnvMount is newEnv with, when mounted is set, the tree mounted
+// through FUSE and given to tools as $OLLIE, as `ollie serve -mount` does.
+func newEnvMount(t *testing.T, kind string, sc *llmtest.Script, mounted bool) *env {
 	t.Helper()
 	llm := llmtest.NewTest(t, sc)
 	vars := map[string]string{}
@@ -73,9 +82,23 @@ func newEnv(t *testing.T, kind string, sc *llmtest.Script) *env {
 		}
 		bes = append(bes, be)
 	}
-	r := agent.New(agent.Options{Config: cfg, Backends: bes, Exec: ex, RetryBase: 10 * time.Millisecond})
+	mnt := ""
+	if mounted {
+		testutil.RequireFUSE(t)
+		mnt = filepath.Join(t.TempDir(), "mnt")
+	}
+	r := agent.New(agent.Options{Config: cfg, Backends: bes, Exec: ex, Mount: mnt, RetryBase: 10 * time.Millisecond})
 	d := testutil.Daemon(t, cfg, daemon.Options{Runner: r, Models: r.Models})
-	return &env{t: t, llm: llm, cfg: cfg, d: d, fsys: testutil.Dial(t, cfg), cwd: t.TempDir()}
+	if mounted {
+		os.MkdirAll(mnt, 0700)
+		dial := func(ctx context.Context) (*client.Conn, error) { return client.Dial(ctx, "", cfg.Socket) }
+		srv, err := fusebridge.Mount(ctx, mnt, dial, fusebridge.Options{Uname: "tester", Logf: t.Logf})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { srv.Unmount() })
+	}
+	return &env{t: t, llm: llm, cfg: cfg, d: d, fsys: testutil.Dial(t, cfg), cwd: t.TempDir(), mnt: mnt}
 }
 
 func (e *env) newSession(spec string) string {

@@ -214,12 +214,24 @@ type jobClone struct {
 	make func(text string) (string, error)
 	mu   sync.Mutex
 	id   string
-	wend int64 // offset just past the write that made the job
+	wend int64  // offset just past the write that made the job
+	buf  []byte // a spec arriving in several writes
+	at   int64  // offset just past the last write
 }
 
 func (h *jobClone) ReadAt(_ context.Context, p []byte, off int64) (int, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.id == "" && len(h.buf) > 0 {
+		// The spec never completed; say why here rather than hand back the template.
+		text := string(h.buf)
+		h.buf = nil
+		id, err := h.make(text)
+		if err != nil {
+			return 0, err
+		}
+		h.id, h.wend = id, h.at
+	}
 	text := "agent=\nmodel=\nbackend=\ncwd=\nparallel=1\n---\nPROMPT\n"
 	if h.id != "" {
 		text = h.id + "\n"
@@ -237,12 +249,44 @@ func (h *jobClone) WriteAt(_ context.Context, p []byte, off int64) (int, error) 
 	if h.id != "" {
 		return 0, errs.E(errs.Invalid, "this open already made job "+h.id+"; open new again for another")
 	}
-	id, err := h.make(string(p))
+	// A spec may come in several writes (a shell's printf per line): it is
+	// complete once it has its --- line and a write ends a line without
+	// filling a whole 9P message.
+	h.buf = append(h.buf, p...)
+	h.at = off + int64(len(p))
+	text := string(h.buf)
+	complete := len(p) < fullChunk && strings.HasSuffix(text, "\n") &&
+		(strings.Contains(text, "\n---\n") || strings.HasPrefix(text, "---\n"))
+	if !complete && len(h.buf) < maxSpec {
+		return len(p), nil
+	}
+	h.buf = nil
+	id, err := h.make(text)
 	if err != nil {
 		return 0, err
 	}
 	h.id, h.wend = id, off+int64(len(p))
 	return len(p), nil
+}
+
+// maxSpec bounds a job spec held back waiting for its end.
+const maxSpec = 4 << 20
+
+// Sync makes a held-back spec take effect, or fail, now (fsync).
+func (h *jobClone) Sync() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.id != "" || len(h.buf) == 0 {
+		return nil
+	}
+	text := string(h.buf)
+	h.buf = nil
+	id, err := h.make(text)
+	if err != nil {
+		return err
+	}
+	h.id, h.wend = id, h.at
+	return nil
 }
 
 // idOffset lets the id of a clone file be read at offset 0, as on Plan 9,
