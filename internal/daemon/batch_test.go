@@ -67,7 +67,7 @@ func TestBatchSpecErrors(t *testing.T) {
 		{"parallel=2\n---\nx", "cwd is required"},
 		{"cwd=" + cwd + " agent=nosuch\n---\nx", "no agent"},
 	} {
-		if err := write(fsys, "b/new", []byte(bad.spec)); err == nil || !strings.Contains(err.Error(), bad.want) {
+		if err := write(fsys, "b/new", []byte(bad.spec+"\n")); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("b/new <- %q: %v, want %q", bad.spec, err, bad.want)
 		}
 	}

@@ -2,6 +2,7 @@ package ns
 
 import (
 	"context"
+	"log"
 	"strings"
 	"sync"
 
@@ -299,7 +300,14 @@ func idOffset(off, wend int64) int64 {
 	return off
 }
 
-func (h *jobClone) Close() error { return nil }
+// Close starts a spec that never ended a line (printf without \n); its
+// error can only go to the log.
+func (h *jobClone) Close() error {
+	if err := h.Sync(); err != nil {
+		log.Printf("job spec at close: %v", err)
+	}
+	return nil
+}
 
 // ParseJobKV parses the settings part of a job spec.
 func ParseJobKV(head string) (map[string]string, error) { return parseKV(head, batch.SpecKeys) }
