@@ -259,6 +259,10 @@ func (h *jobClone) WriteAt(_ context.Context, p []byte, off int64) (int, error) 
 	complete := len(p) < fullChunk && strings.HasSuffix(text, "\n") &&
 		(strings.Contains(text, "\n---\n") || strings.HasPrefix(text, "---\n"))
 	if !complete && len(h.buf) < maxSpec {
+		if err := h.checkHead(text); err != nil {
+			h.buf = nil
+			return 0, err
+		}
 		return len(p), nil
 	}
 	h.buf = nil
@@ -268,6 +272,24 @@ func (h *jobClone) WriteAt(_ context.Context, p []byte, off int64) (int, error) 
 	}
 	h.id, h.wend = id, off+int64(len(p))
 	return len(p), nil
+}
+
+// checkHead fails early on settings lines that are wrong already, so a
+// garbled spec is reported on its write, not held back.
+func (h *jobClone) checkHead(text string) error {
+	if strings.Contains(text, "\n---\n") || strings.HasPrefix(text, "---\n") {
+		return nil
+	}
+	done := text[:strings.LastIndex(text, "\n")+1]
+	for _, line := range strings.Split(done, "\n") {
+		if line == "---" {
+			return nil
+		}
+		if _, err := parseKV(line, batch.SpecKeys); err != nil {
+			return errs.E(errs.Invalid, "a job spec is key=value lines, a line ---, then the prompt: "+err.Error())
+		}
+	}
+	return nil
 }
 
 // maxSpec bounds a job spec held back waiting for its end.
