@@ -417,3 +417,81 @@ func TestSystemPromptComposition(t *testing.T) {
 		t.Errorf("an exec part outside x/ ran: wait %q", wait)
 	}
 }
+
+func TestFencedFallback(t *testing.T) {
+	e := newEnv(t, config.KindOllama, &llmtest.Script{Turns: []llmtest.Turn{
+		{Status: 400, Raw: `{"error":"registry.ollama.ai/library/tiny:latest does not support tools"}`},
+		{Text: "Let me check.\n\n```execute_code bash\necho fenced $((6*7))\n```\n"},
+		{Text: "It printed 42."},
+	}})
+	s := e.newSession("")
+	wait, reply := e.ask(s, "compute")
+	if wait != "idle\n" || reply != "It printed 42.\n" {
+		t.Fatalf("wait %q reply %q\n%s", wait, reply, e.read("s/"+s+"/chat"))
+	}
+	reqs := e.llm.Requests()
+	var chats []llmtest.Request
+	for _, r := range reqs {
+		if len(r.Messages) > 0 {
+			chats = append(chats, r)
+		}
+	}
+	last := chats[len(chats)-1]
+	if len(last.Tools) != 0 || !strings.Contains(last.System, "execute_code") {
+		t.Errorf("fenced request: %d tools, system %q", len(last.Tools), last.System)
+	}
+	if m := last.Messages[len(last.Messages)-1]; m.Role != "user" || !strings.Contains(m.Text, "fenced 42") {
+		t.Errorf("the fenced call's output went back as %+v", m)
+	}
+	if !strings.Contains(e.read("s/"+s+"/chat"), "cannot call tools natively") {
+		t.Error("the switch is not shown in chat")
+	}
+}
+
+func TestSpendingCapAndCost(t *testing.T) {
+	e := newEnv(t, config.KindAnthropic, &llmtest.Script{Default: &llmtest.Turn{Text: "pricey",
+		Usage: &llmtest.Usage{Input: 200000, Output: 100000}}})
+	e.write("a/capped.json", `{"spend_limit_usd": 1, "model": "claude-sonnet-4-5"}`)
+	s := e.newSession("agent=capped")
+	if wait, _ := e.ask(s, "one"); wait != "idle\n" {
+		t.Fatalf("first turn: %q", wait)
+	}
+	// 200k input at $3/M + 100k output at $15/M = $2.10.
+	if c := e.read("s/" + s + "/cost"); !strings.Contains(c, "turn 2.100000\n") || !strings.Contains(c, "session 2.100000\n") {
+		t.Errorf("cost = %q", c)
+	}
+	wait, _ := e.ask(s, "two")
+	if !strings.Contains(wait, "spending cap reached") {
+		t.Errorf("over the cap: wait = %q", wait)
+	}
+	if u := e.read("s/" + s + "/usage"); !strings.Contains(u, "requests 1\n") {
+		t.Errorf("a request was made over the cap: %q", u)
+	}
+}
+
+func TestModelsAndSwitching(t *testing.T) {
+	e := newEnv(t, config.KindOpenAI, &llmtest.Script{
+		Models:  []llmtest.Model{{ID: "alpha"}, {ID: "beta"}},
+		Default: &llmtest.Turn{Text: "ok"},
+	})
+	s := e.newSession("")
+	if m := e.read("s/" + s + "/models"); m != "alpha\nbeta\n" {
+		t.Errorf("models = %q", m)
+	}
+	e.ask(s, "first")
+	e.write("s/"+s+"/ctl", "model beta")
+	e.ask(s, "second")
+	reqs := e.llm.Requests()
+	var models []string
+	for _, r := range reqs {
+		if len(r.Messages) > 0 {
+			models = append(models, r.Model)
+		}
+	}
+	if len(models) != 2 || models[0] != "alpha" || models[1] != "beta" {
+		t.Errorf("models used: %v, want the first listed, then the one switched to", models)
+	}
+	if c := e.read("s/" + s + "/cfg"); !strings.Contains(c, "model=beta\n") {
+		t.Errorf("cfg = %q", c)
+	}
+}
