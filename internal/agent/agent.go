@@ -55,6 +55,7 @@ type Runner struct {
 	mu     sync.Mutex
 	fenced map[string]bool   // backend/model pairs that cannot call tools natively
 	first  map[string]string // backend -> its first listed model, when none is configured
+	idx    map[string]cachedIdx
 }
 
 var _ session.Runner = (*Runner)(nil)
@@ -70,7 +71,7 @@ func New(o Options) *Runner {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
-	r := &Runner{o: o, backends: map[string]backend.Backend{}, fenced: map[string]bool{}, first: map[string]string{}}
+	r := &Runner{o: o, backends: map[string]backend.Backend{}, fenced: map[string]bool{}, first: map[string]string{}, idx: map[string]cachedIdx{}}
 	for _, b := range o.Backends {
 		r.backends[b.Name()] = b
 	}

@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,19 +68,59 @@ func (r *Runner) vars(m session.Meta, st *setup) *strings.Replacer {
 
 // readConfig reads an index the tree synthesizes; for the prompt it is
 // rebuilt from the directory, so the prompt does not depend on a mount.
+// It is cached while no file of the directory changes size or mtime: a
+// stat per file costs less than reading every script at every turn.
 func (r *Runner) readConfig(dir, name string) string {
 	if name != "idx" {
 		return ""
 	}
-	root, err := os.OpenRoot(filepath.Join(r.o.Config.ConfigDir, dir))
+	path := filepath.Join(r.o.Config.ConfigDir, dir)
+	fp := fingerprint(path)
+	r.mu.Lock()
+	c, ok := r.idx[dir]
+	r.mu.Unlock()
+	if ok && c.fp == fp && fp != "" {
+		return c.text
+	}
+	root, err := os.OpenRoot(path)
 	if err != nil {
 		return ""
 	}
 	defer root.Close()
+	var text string
 	if dir == "t" {
-		return string(index.Tools(root))
+		text = string(index.Tools(root))
+	} else {
+		text = string(index.Skills(root))
 	}
-	return string(index.Skills(root))
+	r.mu.Lock()
+	r.idx[dir] = cachedIdx{fp: fp, text: text}
+	r.mu.Unlock()
+	return text
+}
+
+type cachedIdx struct{ fp, text string }
+
+// fingerprint names, sizes and mtimes of the entries of dir.
+func fingerprint(dir string) string {
+	f, err := os.Open(dir)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	ents, err := f.ReadDir(-1)
+	if err != nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, e := range ents {
+		fi, err := e.Info()
+		if err != nil {
+			return ""
+		}
+		fmt.Fprintf(&b, "%s %d %d\n", e.Name(), fi.Size(), fi.ModTime().UnixNano())
+	}
+	return b.String()
 }
 
 func (r *Runner) promptFile(name string) (string, error) {

@@ -26,26 +26,28 @@ type Session struct {
 	chatVers atomic.Uint32 // bumped on every append to chat
 	chatSize atomic.Int64
 
-	mu       sync.Mutex
-	meta     Meta
-	state    State
-	lastErr  string // error of the last failed turn
-	paused   string // why queued work waits for `ctl resume` ("" = it does not)
-	queue    []string
-	usage    Usage
-	reply    string // the last reply, once a turn has set it
-	replySet bool
-	offset   int64 // chat size just after the last user prompt
-	prev     string
-	turn     *turn // the running turn, nil when none
-	removed  bool
-	unsynced bool     // the directory is not yet durable (see New)
-	notify   notifier // state, queue and event changes
-	nextSeq  int64    // next event sequence number; -1 until counted
-	asks     map[int]*ask
-	askSeq   int
-	open     map[string]*appendFile // logs kept open while a turn runs
-	stateVer atomic.Uint32
+	mu        sync.Mutex
+	meta      Meta
+	state     State
+	lastErr   string // error of the last failed turn
+	paused    string // why queued work waits for `ctl resume` ("" = it does not)
+	queue     []string
+	usage     Usage
+	reply     string // the last reply, once a turn has set it
+	replySet  bool
+	system    string // the system prompt as last written, once known
+	systemSet bool
+	offset    int64 // chat size just after the last user prompt
+	prev      string
+	turn      *turn // the running turn, nil when none
+	removed   bool
+	unsynced  bool     // the directory is not yet durable (see New)
+	notify    notifier // state, queue and event changes
+	nextSeq   int64    // next event sequence number; -1 until counted
+	asks      map[int]*ask
+	askSeq    int
+	open      map[string]*appendFile // logs kept open while a turn runs
+	stateVer  atomic.Uint32
 }
 
 // ID returns the session's id (its directory name on disk).

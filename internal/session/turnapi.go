@@ -171,13 +171,28 @@ func (t *Turn) SetReply(text string) error {
 	return nil
 }
 
-// SetSystemPrompt records the system prompt exactly as sent.
+// SetSystemPrompt records the system prompt exactly as sent. It is
+// written only when it changes, in place: it is a record for people, and
+// a rename per turn would cost an ext4 journal flush.
 func (t *Turn) SetSystemPrompt(text string) error {
-	p := filepath.Join(t.S.dir, "systemprompt")
-	if old, err := os.ReadFile(p); err == nil && string(old) == text {
+	s := t.S
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.systemSet && s.system == text {
 		return nil
 	}
-	return replaceFile(p, []byte(text), 0600, false)
+	p := filepath.Join(s.dir, "systemprompt")
+	if !s.systemSet {
+		if old, err := os.ReadFile(p); err == nil && string(old) == text {
+			s.system, s.systemSet = text, true
+			return nil
+		}
+	}
+	if err := os.WriteFile(p, []byte(text), 0600); err != nil {
+		return err
+	}
+	s.system, s.systemSet = text, true
+	return nil
 }
 
 // Ask puts a consent request in ask/ and waits for `allow` or `deny`, for
