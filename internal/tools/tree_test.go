@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"ollie.dev/ollie/internal/llmtest"
+	"ollie.dev/ollie/internal/testutil"
 )
 
 func TestMemory(t *testing.T) {
@@ -68,11 +69,12 @@ func TestMemory(t *testing.T) {
 func TestMemoryLotsOfNotes(t *testing.T) {
 	f := newTree(t, nil)
 	s := f.newSession("many")
-	var b strings.Builder
+	// Written as memory_remember writes them, straight to disk: the
+	// point is how recall copes with many.
 	for i := 0; i < 120; i++ {
-		fmt.Fprintf(&b, "printf 'body of %d\\n' | %s/t/memory_remember 'note %03d' bulk >/dev/null\n", i, f.cfg.ConfigDir, i)
+		note := fmt.Sprintf("---\ntitle: note %03d\ntags: bulk\ndate: 2026-01-01\n---\nbody of %d\n", i, i)
+		testutil.WriteFile(t, filepath.Join(f.cfg.DataDir, "m"), fmt.Sprintf("note-%03d.md", i), note, 0644)
 	}
-	ok(t, f.run(s, code("sh", "set -e\n"+b.String())))
 	ok(t, f.run(s, tool("memory_recall")), "120 notes in", "[cut: 20 more; search with a QUERY or --tag]")
 	out := ok(t, f.run(s, tool("memory_recall", "body", "--max", "3")), "more matches (read one with file_read PATH):")
 	if n := strings.Count(out, "\n== "); n != 2 { // the first has no newline before it
