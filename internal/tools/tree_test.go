@@ -152,8 +152,10 @@ func TestReasoningThink(t *testing.T) {
 func TestChatSearch(t *testing.T) {
 	f := newTree(t, &llmtest.Script{
 		Rules: []llmtest.Rule{
+			{If: `^look up (\w+)`, Then: llmtest.Turn{Calls: []llmtest.Call{callTool("chat_search", "{{1}}")}}},
 			{If: "nginx", Then: llmtest.Turn{Text: "The nginx config for the shop is in /etc/nginx/sites-enabled/shop."}},
 			{If: "postgres", Then: llmtest.Turn{Text: "Postgres runs on port 5433 on staging."}},
+			{Role: "tool", If: ".", Then: llmtest.Turn{Text: "searched"}},
 		},
 		Default: &llmtest.Turn{Text: "ok"},
 	})
@@ -177,15 +179,25 @@ func TestChatSearch(t *testing.T) {
 
 	out := ok(t, f.run(me, tool("chat_search", "nginx", "config")),
 		"== session "+a+" (web), ", ": 2 matches\n",
-		"  1: user: where is the nginx config?\n  2- assistant: The nginx config for the shop is in /etc/nginx/sites-enabled/shop.\n")
+		"  1: user: where is the nginx config?\n  2: assistant: The nginx config for the shop is in /etc/nginx/sites-enabled/shop.\n  3- user: thanks\n")
 	if strings.Contains(out, "what did we say") {
 		t.Errorf("the searching session is searched:\n%s", out)
 	}
 	ok(t, f.run(me, tool("chat_search", "PORT", "5433")), "== transcript "+b+"-db, ", "tr/"+b+"-db.chat",
 		"  1- user: which port does postgres use?\n  2: assistant: Postgres runs on port 5433 on staging.\n")
-	ok(t, f.run(me, tool("chat_search", "nginx", "--session", me)), "what did we say about the nginx config?")
 	ok(t, f.run(me, tool("chat_search", "postgres", "--session", "db", "--context", "0")), "  1: user: which port does postgres use?\n  2: assistant: Postgres")
 	ok(t, f.run(me, tool("chat_search", "kubernetes")), "no earlier conversation has a line with: kubernetes (2 searched)")
+
+	// A search the model ran is in its chat, call and output; searching
+	// that chat later does not find the old hits again.
+	ask(me, "look up nginx")
+	if chat := readTree(t, f, "s/"+me+"/chat"); !strings.Contains(chat, "== session "+a+" (web)") {
+		t.Fatalf("the model's search found nothing:\n%s", chat)
+	}
+	out = ok(t, f.run(me, tool("chat_search", "nginx", "--session", me)), ": 3 matches", "  3: user: look up nginx")
+	if strings.Contains(out, "(web)") {
+		t.Errorf("an earlier search's output was matched:\n%s", out)
+	}
 
 	// Capped: a long conversation shows a few matches and says how to see more.
 	for i := 0; i < 8; i++ {
