@@ -191,10 +191,7 @@ func (r *Runner) execute(ctx context.Context, t *session.Turn, st *setup, args j
 		return nil, errs.E(errs.Unavailable, "execute_code is not available in this daemon")
 	}
 	m := st.meta
-	env := []string{"OLLIE_ID=" + m.ID}
-	if r.o.Mount != "" {
-		env = append(env, "OLLIE="+r.o.Mount, "OLLIE_SESSION="+r.o.Mount+"/s/"+m.ID)
-	}
+	env := ToolEnv(r.o.Mount, m.ID)
 	for _, v := range t.S.Env() {
 		env = append(env, v.Key+"="+v.Value)
 	}
@@ -208,23 +205,37 @@ func (r *Runner) execute(ctx context.Context, t *session.Turn, st *setup, args j
 	return r.o.Exec.Run(ctx, spec, args)
 }
 
-// treeGrants opens the mounted tree to the session's tools: all of it to
-// read (it holds no secrets), and, when the profile lets the session write
-// its cwd, its memory (m/), the shared tmp/ and its own session directory
-// (plan, spawn of sub-agents ...) to write. Agent configurations, tools,
-// skills, prompts and other sessions stay read-only: code the model wrote
-// cannot change its own policy or reach another session.
+// ToolEnv is what a session's tools learn of the tree: OLLIE_ID, and,
+// when the tree is mounted at mount, OLLIE and OLLIE_SESSION.
+func ToolEnv(mount, id string) []string {
+	env := []string{"OLLIE_ID=" + id}
+	if mount != "" {
+		env = append(env, "OLLIE="+mount, "OLLIE_SESSION="+mount+"/s/"+id)
+	}
+	return env
+}
+
 func (r *Runner) treeGrants(policy, id string) (read, write []string) {
-	if r.o.Mount == "" {
+	return TreeGrants(r.o.Config.Sandbox, r.o.Mount, policy, id)
+}
+
+// TreeGrants opens the tree mounted at mount to session id's tools: all
+// of it to read (it holds no secrets), and, when the profile lets the
+// session write its cwd, its memory (m/), the shared tmp/ and its own
+// session directory (plan, spawn of sub-agents ...) to write. Agent
+// configurations, tools, skills, prompts and other sessions stay
+// read-only: code the model wrote cannot change its own policy or reach
+// another session.
+func TreeGrants(sb config.Sandbox, mount, policy, id string) (read, write []string) {
+	if mount == "" {
 		return nil, nil
 	}
-	read = []string{r.o.Mount}
-	prof, err := r.o.Config.Sandbox.Profile(policy)
+	read = []string{mount}
+	prof, err := sb.Profile(policy)
 	if err != nil || prof.Cwd != config.AccessRW {
 		return read, nil
 	}
-	m := r.o.Mount
-	return read, []string{m + "/m", m + "/tmp", m + "/s/" + id}
+	return read, []string{mount + "/m", mount + "/tmp", mount + "/s/" + id}
 }
 
 // indentOutput shows a tool's output in chat, cut to a readable size (the
