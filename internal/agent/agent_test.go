@@ -495,3 +495,53 @@ func TestModelsAndSwitching(t *testing.T) {
 		t.Errorf("cfg = %q", c)
 	}
 }
+
+func TestElevatedStageAsks(t *testing.T) {
+	call := func(code string) llmtest.Call {
+		return llmtest.Call{Name: "execute_code", Args: json.RawMessage(`{"steps":[{"language":"sh","code":"` + code + `","elevated":true}]}`)}
+	}
+	e := newEnv(t, config.KindOpenAI, &llmtest.Script{Turns: []llmtest.Turn{
+		{Calls: []llmtest.Call{call("cat /etc/hostname >/dev/null && echo outside")}}, {Text: "one"},
+		{Calls: []llmtest.Call{call("echo should not run")}}, {Text: "two"},
+	}})
+	s := e.newSession("")
+	for _, answer := range []string{"allow", "deny"} {
+		e.write("s/"+s+"/prompt", "go\n")
+		var ents []string
+		for len(ents) == 0 {
+			ds, err := e.fsys.ReadDir(ctx, "s/"+s+"/ask")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range ds {
+				ents = append(ents, d.Name)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if st := e.read("s/" + s + "/state"); st != "asking\n" {
+			t.Errorf("state while asking = %q", st)
+		}
+		req := e.read("s/" + s + "/ask/" + ents[0])
+		if !strings.Contains(req, "outside the sandbox") || !strings.Contains(req, "write allow or deny") {
+			t.Errorf("request file: %q", req)
+		}
+		if err := e.fsys.WriteFile(ctx, "s/"+s+"/ask/"+ents[0], []byte("maybe\n"), 0); err == nil {
+			t.Error("a bad answer was accepted")
+		}
+		e.write("s/"+s+"/ask/"+ents[0], answer+"\n")
+		e.read("s/" + s + "/wait")
+	}
+	reqs := e.llm.Requests()
+	var results []string
+	for _, r := range reqs {
+		if m := r.Messages; len(m) > 0 && m[len(m)-1].Role == "tool" {
+			results = append(results, m[len(m)-1].Text)
+		}
+	}
+	if len(results) != 2 || !strings.Contains(results[0], "outside") || strings.Contains(results[1], "should not run") {
+		t.Errorf("results: %q", results)
+	}
+	if ds, _ := e.fsys.ReadDir(ctx, "s/"+s+"/ask"); len(ds) != 0 {
+		t.Errorf("answered requests still listed: %d", len(ds))
+	}
+}

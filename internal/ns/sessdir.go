@@ -29,7 +29,13 @@ func (d *sessionDir) Stat() (plan9.Dir, error) {
 		Uid: fs.Uid, Gid: fs.Uid, Muid: fs.Uid, Mtime: fs.Mtime, Atime: fs.Mtime}, nil
 }
 
+// askPath is the qid of a session's ask/ directory: the last of its block.
+func (d *sessionDir) askPath() uint64 { return d.base + 1 + uint64(len(sessionTable)) }
+
 func (d *sessionDir) Walk(name string) (tree.Node, error) {
+	if name == "ask" {
+		return &askDir{d: d, path: d.askPath()}, nil
+	}
 	for i := range sessionTable {
 		if sessionTable[i].name == name {
 			return &sessFile{d: d, spec: &sessionTable[i], path: d.base + 1 + uint64(i)}, nil
@@ -39,12 +45,13 @@ func (d *sessionDir) Walk(name string) (tree.Node, error) {
 }
 
 func (d *sessionDir) List() ([]plan9.Dir, error) {
-	out := make([]plan9.Dir, 0, len(sessionTable))
+	out := make([]plan9.Dir, 0, len(sessionTable)+1)
 	for i := range sessionTable {
 		st, _ := (&sessFile{d: d, spec: &sessionTable[i], path: d.base + 1 + uint64(i)}).Stat()
 		out = append(out, st)
 	}
-	return out, nil
+	st, _ := (&askDir{d: d, path: d.askPath()}).Stat()
+	return append(out, st), nil
 }
 
 // Remove ends the session (rmdir, or the last step of rm -r).

@@ -74,7 +74,7 @@ func (d *sessionsDir) sessionNode(s *session.Session, name string) *sessionDir {
 	d.mu.Lock()
 	base, ok := d.qids[s.ID()]
 	if !ok {
-		base = d.fs.Qids.Block(len(sessionTable) + 1)
+		base = d.fs.Qids.Block(len(sessionTable) + 2) // the directory, its files, ask/
 		d.qids[s.ID()] = base
 	}
 	d.mu.Unlock()
@@ -113,7 +113,7 @@ func (d *sessionsDir) Help() []tree.HelpRow {
 	for _, f := range sessionTable {
 		rows = append(rows, tree.HelpRow{Path: "<id>/" + f.name, Mode: f.mode, Doc: f.doc})
 	}
-	return rows
+	return append(rows, tree.HelpRow{Path: "<id>/ask/", Mode: "rw", Doc: "Pending consent requests (elevated execute_code stages): read one to see it, write allow or deny."})
 }
 
 func (d *sessionsDir) renderIdx() ([]byte, error) {
