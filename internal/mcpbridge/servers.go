@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -174,4 +175,71 @@ func sortedKeys(m map[string]string) []string {
 func quote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// Redacted returns the list with the values of env and headers replaced,
+// for showing: they may be keys.
+func (s Servers) Redacted() Servers {
+	out := Servers{}
+	for name, srv := range s {
+		srv.Env = redact(srv.Env)
+		srv.Headers = redact(srv.Headers)
+		out[name] = srv
+	}
+	return out
+}
+
+func redact(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	r := map[string]string{}
+	for k := range m {
+		r[k] = "..."
+	}
+	return r
+}
+
+// ServersText lists servers one a line: "name: description (how)".
+func ServersText(s Servers) string {
+	var b strings.Builder
+	for _, name := range s.Names() {
+		srv := s[name]
+		how := "http " + srv.URL
+		if srv.Command != "" {
+			how = "stdio " + strings.Join(append([]string{srv.Command}, srv.Args...), " ")
+		}
+		desc := srv.Description
+		if desc == "" {
+			desc = "(no description)"
+		}
+		fmt.Fprintf(&b, "%s: %s (%s)\n", name, desc, shorten(how, 100))
+	}
+	return b.String()
+}
+
+// WriteIdx replaces file with data, making its directory: a reader never
+// sees half of it.
+func WriteIdx(file string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(file), ".idx-*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), file)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
 }
