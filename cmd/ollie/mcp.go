@@ -164,7 +164,7 @@ func mcpTarget(env *Env, command []string) (mcpbridge.Target, error) {
 	case f.url != "":
 		tg = mcpbridge.Target{Name: f.url, URL: f.url}
 	default:
-		tg = mcpbridge.Server{Command: command[0], Args: command[1:]}.Target(command[0], os.Getenv)
+		tg = mcpbridge.Server{Command: command[0], Args: command[1:]}.Target(filepath.Base(command[0]), os.Getenv)
 	}
 	for _, h := range f.headers {
 		k, v, ok := strings.Cut(h, ":")
