@@ -36,8 +36,8 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 func init() {
 	f := &mcpFlags
 	register(&command{
-		name: "mcp",
-		args: "[-s NAME | -url URL] [-text] [flags] VERB [ARG...] [-- COMMAND [ARG...]]",
+		name:  "mcp",
+		args:  "[-s NAME | -url URL] [-text] [flags] VERB [ARG...] [-- COMMAND [ARG...]]",
 		short: "use an MCP server from the command line, or serve ollie over MCP",
 		long: `Talk to one MCP server: a configured one (-s NAME), a command to start
 and talk to over stdio (everything after --), or a streamable HTTP endpoint
