@@ -155,7 +155,7 @@ func (t *treeTools) submit(ctx context.Context, id, prompt string) error {
 	if strings.TrimSpace(prompt) == "" {
 		return errs.E(errs.Invalid, "empty prompt")
 	}
-	return t.fsys.WriteFile(ctx, "s/"+id+"/prompt", []byte(prompt+"\n"), 0)
+	return t.writeFile(ctx, "s/"+id+"/prompt", []byte(prompt+"\n"))
 }
 
 func (t *treeTools) wait(ctx context.Context, _ *mcp.CallToolRequest, in sessionIn) (*mcp.CallToolResult, any, error) {
@@ -230,10 +230,28 @@ func (t *treeTools) read(ctx context.Context, _ *mcp.CallToolRequest, in pathIn)
 }
 
 func (t *treeTools) write(ctx context.Context, _ *mcp.CallToolRequest, in writeIn) (*mcp.CallToolResult, any, error) {
-	if err := t.fsys.WriteFile(ctx, treePath(in.Path), []byte(in.Data), 0); err != nil {
+	if err := t.writeFile(ctx, treePath(in.Path), []byte(in.Data)); err != nil {
 		return nil, nil, err
 	}
 	return text("written"), nil, nil
+}
+
+// writeFile writes data as `ollie write` does: one write, then a sync, so
+// a message file (ctl, prompt) given text without a final newline still
+// takes it, and its error comes back here.
+func (t *treeTools) writeFile(ctx context.Context, p string, data []byte) error {
+	f, err := t.fsys.Open(ctx, p, plan9.OWRITE|plan9.OTRUNC)
+	if errs.Is(err, errs.NotExist) {
+		f, err = t.fsys.Create(ctx, p, 0o644, plan9.OWRITE)
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Clunk(context.Background())
+	if _, err := f.WriteAt(ctx, data, 0); err != nil {
+		return err
+	}
+	return f.Sync(ctx)
 }
 
 // treePath cleans a path of the tree: leading slashes are optional and
