@@ -2,6 +2,7 @@ package mcpbridge_test
 
 import (
 	"context"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -110,5 +111,49 @@ func TestErrorsCarryTheServersMessage(t *testing.T) {
 		t.Errorf("read of a missing resource succeeded")
 	} else {
 		t.Logf("read: %v", err)
+	}
+}
+
+// TestProxy serves server-everything again over streamable HTTP and
+// checks that calls, resources and failures pass through unchanged.
+func TestProxy(t *testing.T) {
+	ctx := context.Background()
+	up := dial(t, mcpbridge.Target{Name: "everything", Command: mcptest.EverythingCmd(t)})
+	s, err := mcpbridge.NewProxy(ctx, up)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(mcpbridge.HTTPHandler(s))
+	defer hs.Close()
+	c := dial(t, mcpbridge.Target{Name: "proxied", URL: hs.URL})
+	tools, err := c.Tools(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	upTools, _ := up.Tools(ctx)
+	if a, b := string(mcpbridge.Idx(tools)), string(mcpbridge.Idx(upTools)); a != b {
+		t.Errorf("tools through the proxy:\n%s\nupstream:\n%s", a, b)
+	}
+	res, err := c.Call(ctx, "get-sum", []byte(`{"a":2,"b":3}`))
+	if err != nil || !strings.Contains(mcpbridge.CallText(res), "is 5.") {
+		t.Errorf("get-sum through the proxy: %v %+v", err, res)
+	}
+	if _, err := c.Call(ctx, "get-sum", []byte(`{"a":"two"}`)); err == nil || !strings.Contains(err.Error(), "proxied: get-sum: MCP error -32602: Input validation error") {
+		t.Errorf("a failing call through the proxy: %v", err)
+	}
+	rd, err := c.Read(ctx, "demo://resource/static/document/features.md")
+	if err != nil || len(rd.Contents) != 1 || rd.Contents[0].Text == "" {
+		t.Errorf("read through the proxy: %v %+v", err, rd)
+	}
+	if _, err := c.Read(ctx, "demo://not/here"); err == nil {
+		t.Errorf("reading a missing resource through the proxy worked")
+	}
+	ps, err := c.Prompts(ctx)
+	if err != nil || !strings.Contains(mcpbridge.PromptsText(ps), "simple-prompt") {
+		t.Errorf("prompts through the proxy: %v", err)
+	}
+	pr, err := c.Prompt(ctx, "simple-prompt", nil)
+	if err != nil || !strings.HasPrefix(mcpbridge.PromptText(pr), "user: ") {
+		t.Errorf("a prompt through the proxy: %v %+v", err, pr)
 	}
 }

@@ -131,7 +131,7 @@ func typeName(s *schema) string {
 		var ts []string
 		for _, x := range t {
 			if x != "null" {
-				ts = append(ts, fmt.Sprint(x))
+				ts = append(ts, typeName(&schema{Type: x, Items: s.Items}))
 			}
 		}
 		return strings.Join(ts, "|")
