@@ -33,11 +33,12 @@ func mcpBenchOptions(tb testing.TB) mcpbridge.BenchOptions {
 // claims the numbers make: the bridge works in the sandbox, and costs
 // less context than the server's tool list.
 func TestMCPBench(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("timing")
 	}
 	o := mcpBenchOptions(t)
-	o.Runs = 3
+	o.Runs = 1
 	r, err := mcpbridge.Bench(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
