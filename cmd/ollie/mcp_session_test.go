@@ -16,9 +16,9 @@ import (
 	"ollie.dev/ollie/internal/mcpbridge/mcptest"
 )
 
-// ollieHome is a home for a daemon in a process of its own, talking to
-// the scripted model llm: its environment, socket and a working directory.
-func ollieHome(t *testing.T, llm *llmtest.Server) (home, cwd, sock string, env []string) {
+// ollieHome is a home for a daemon in a process of its own: its
+// environment (the model's address to add), socket and a working directory.
+func ollieHome(t *testing.T) (home, cwd, sock string, env []string) {
 	t.Helper()
 	root, _ := filepath.EvalSymlinks(t.TempDir())
 	home, cwd = filepath.Join(root, "home"), filepath.Join(root, "proj")
@@ -26,7 +26,7 @@ func ollieHome(t *testing.T, llm *llmtest.Server) (home, cwd, sock string, env [
 	os.MkdirAll(filepath.Join(home, ".config", "ollie"), 0o700)
 	rt, _ := os.MkdirTemp("", "olm")
 	t.Cleanup(func() { os.RemoveAll(rt) })
-	return home, cwd, filepath.Join(rt, "ollie.sock"), []string{"HOME=" + home, "PATH=/usr/bin:/bin", "OLLAMA_HOST=" + llm.URL}
+	return home, cwd, filepath.Join(rt, "ollie.sock"), []string{"HOME=" + home, "PATH=/usr/bin:/bin"}
 }
 
 func callText(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) (string, *mcp.CallToolResult) {
@@ -51,7 +51,8 @@ func callText(t *testing.T, cs *mcp.ClientSession, name string, args map[string]
 func TestMCPServeDrivesOllie(t *testing.T) {
 	t.Parallel()
 	llm := llmtest.NewTest(t, &llmtest.Script{Default: &llmtest.Turn{Text: "hello from the scripted model"}})
-	_, cwd, sock, env := ollieHome(t, llm)
+	_, cwd, sock, env := ollieHome(t)
+	env = append(env, "OLLAMA_HOST="+llm.URL)
 	startDaemon(t, env, sock)
 
 	cmd := exec.Command(os.Args[0], "mcp", "-addr", sock, "serve")
@@ -126,16 +127,21 @@ func TestMCPToolInSandboxedSession(t *testing.T) {
 		return llmtest.Call{Name: "execute_code", Args: b}
 	}
 	tool := func(args ...string) map[string]any { return map[string]any{"tool": "mcp", "args": args} }
+	home, cwd, sock, env := ollieHome(t)
+	cdir := filepath.Join(home, ".config", "ollie")
 	llm := llmtest.NewTest(t, &llmtest.Script{Turns: []llmtest.Turn{
 		{Text: "Looking for a tool.", Calls: []llmtest.Call{steps(tool("find", "sum"))}},
 		{Calls: []llmtest.Call{steps(
 			map[string]any{"language": "sh", "code": `echo '{"a": 40, "b": 2}'`},
 			tool("call", "everything", "get-sum"))}},
 		{Calls: []llmtest.Call{steps(tool("call", "everything", "get-sum", `{"a": "x"}`))}},
+		{Calls: []llmtest.Call{steps(tool("servers"))}},
+		{Calls: []llmtest.Call{steps(map[string]any{"language": "sh", "code": "cat " + filepath.Join(cdir, "mcp.json")})}},
 		{Text: "The sum is 42."},
 	}})
-	home, cwd, sock, env := ollieHome(t, llm)
-	cdir := filepath.Join(home, ".config", "ollie")
+	env = append(env, "OLLAMA_HOST="+llm.URL)
+	// The private list, with a key: the proxy's and yours, never a stage's.
+	os.WriteFile(filepath.Join(cdir, "mcp.json"), []byte(`{"mcpServers": {"private": {"command": "x", "env": {"KEY": "SECRET-VALUE"}}}}`), 0o600)
 	// The npm packages live under $HOME, which the sandbox hides: the
 	// profile reads them, as a user's would read a global node_modules.
 	cfg, _ := json.Marshal(map[string]any{"sandbox": map[string]any{
@@ -164,8 +170,8 @@ func TestMCPToolInSandboxedSession(t *testing.T) {
 			results = append(results, r.Messages[n-1].Text)
 		}
 	}
-	if len(results) != 3 {
-		t.Fatalf("%d tool results sent back, want 3\n%s", len(results), rd(t, fsys, "s/mcpuser/chat"))
+	if len(results) != 5 {
+		t.Fatalf("%d tool results sent back, want 5\n%s", len(results), rd(t, fsys, "s/mcpuser/chat"))
 	}
 	if want := "everything get-sum: Returns the sum of two numbers; args: a:number b:number\n"; results[0] != want {
 		t.Errorf("mcp find sum gave %q, want %q", results[0], want)
@@ -176,5 +182,11 @@ func TestMCPToolInSandboxedSession(t *testing.T) {
 	if !strings.Contains(results[2], "error: stage 1 (tool mcp) exited with status 1") ||
 		!strings.Contains(results[2], "everything: get-sum: MCP error -32602: Input validation error") {
 		t.Errorf("a failing call gave:\n%s", results[2])
+	}
+	if want := "everything: (no description) (stdio node /"; !strings.HasPrefix(results[3], want) || strings.Contains(results[3], "private") {
+		t.Errorf("mcp servers gave %q, want the agents' list only", results[3])
+	}
+	if !strings.Contains(results[4], "Permission denied") || strings.Contains(results[4], "SECRET-VALUE") {
+		t.Errorf("a stage reading the private list:\n%s", results[4])
 	}
 }
