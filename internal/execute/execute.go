@@ -127,7 +127,10 @@ func (e *Executor) Run(ctx context.Context, spec Spec, args []byte) (*Result, er
 	if err != nil {
 		return nil, errs.E(errs.Invalid, err)
 	}
-	prof.Read = append(append([]string(nil), prof.Read...), spec.Read...)
+	// The ollie binary itself may be read and run by stages, so tools can
+	// use its client verbs (t/mcp runs `$OLLIE_BIN mcp ...`); it holds no
+	// secret, and what it can do confined is what the stage can.
+	prof.Read = append(append(append([]string(nil), prof.Read...), spec.Read...), e.o.Helper)
 	prof.Write = append(append([]string(nil), prof.Write...), spec.Write...)
 	pol, err := sandbox.New(policyName(spec.Policy, e.o.Sandbox), prof, sandbox.Paths{
 		Home: e.o.Home, Cwd: spec.Cwd, Tmp: spec.Tmp, Tools: spec.Tools, Private: e.o.Private,
@@ -164,8 +167,8 @@ func policyName(name string, s config.Sandbox) string {
 
 // env is the environment of every stage: the allow-listed base, the
 // sandbox's PATH, HOME and TMPDIR in the scratch directory (so tools that
-// keep caches in $HOME work without seeing the real one), then the
-// session's own variables.
+// keep caches in $HOME work without seeing the real one), OLLIE_BIN (the
+// ollie executable), then the session's own variables.
 func (e *Executor) env(spec Spec, pol *sandbox.Policy) []string {
 	return sandbox.MergeEnv(e.base, append([]string{
 		"PATH=" + e.o.Sandbox.Path,
@@ -173,6 +176,7 @@ func (e *Executor) env(spec Spec, pol *sandbox.Policy) []string {
 		"TMPDIR=" + spec.Tmp,
 		"PWD=" + spec.Cwd,
 		"OLLIE_SANDBOX=" + pol.Name,
+		"OLLIE_BIN=" + e.o.Helper,
 	}, spec.Env...)...)
 }
 

@@ -1,0 +1,255 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"ollie.dev/ollie/internal/mcpbridge/mcptest"
+)
+
+// ollie3 runs the test binary as ollie and keeps stdout and stderr apart.
+func ollie3(t *testing.T, env []string, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(env, "OLLIE_TEST_MAIN=1")
+	cmd.Stdin = strings.NewReader(stdin)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return o.String(), e.String(), code
+}
+
+func mcpEnv(t *testing.T) []string {
+	return []string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}
+}
+
+func TestMCPCommandStdio(t *testing.T) {
+	t.Parallel()
+	env := mcpEnv(t)
+	server := append([]string{"--"}, mcptest.EverythingCmd(t)...)
+	run := func(stdin string, args ...string) (string, string, int) {
+		t.Helper()
+		return ollie3(t, env, stdin, append(append([]string{"mcp"}, args...), server...)...)
+	}
+
+	out, errOut, code := run("", "-text", "tools")
+	if code != 0 {
+		t.Fatalf("tools: exit %d\n%s", code, errOut)
+	}
+	for _, want := range []string{"echo: Echoes back the input string; args: message:string\n",
+		"get-sum: Returns the sum of two numbers; args: a:number b:number\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("tools lack %q:\n%s", want, out)
+		}
+	}
+	out, _, _ = run("", "tools")
+	var list struct{ Tools []struct{ Name string } }
+	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list.Tools) < 5 {
+		t.Errorf("tools JSON: %v\n%s", err, out)
+	}
+
+	if out, errOut, code := run("", "-text", "call", "get-sum", `{"a":40,"b":2}`); code != 0 || out != "The sum of 40 and 2 is 42.\n" {
+		t.Errorf("call get-sum: exit %d %q\n%s", code, out, errOut)
+	}
+	out, _, code = run(`{"message":"from stdin"}`, "call", "echo")
+	var res struct {
+		Content []struct{ Type, Text string }
+	}
+	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil || len(res.Content) != 1 || res.Content[0].Text != "Echo: from stdin" {
+		t.Errorf("call echo, args on stdin: exit %d %v\n%s", code, err, out)
+	}
+
+	const doc = "demo://resource/static/document/architecture.md"
+	if out, _, code := run("", "-text", "resources"); code != 0 || !strings.Contains(out, doc+" architecture.md (text/markdown)") {
+		t.Errorf("resources: exit %d\n%s", code, out)
+	}
+	out, _, code = run("", "read", doc)
+	var rd struct {
+		Contents []struct{ URI, MIMEType, Text string }
+	}
+	if err := json.Unmarshal([]byte(out), &rd); code != 0 || err != nil || len(rd.Contents) != 1 ||
+		rd.Contents[0].URI != doc || !strings.Contains(rd.Contents[0].Text, "#") {
+		t.Errorf("read: exit %d %v\n%s", code, err, out)
+	}
+	if out, _, code := run("", "-text", "prompts"); code != 0 || !strings.Contains(out, "simple-prompt: ") {
+		t.Errorf("prompts: exit %d\n%s", code, out)
+	}
+}
+
+func TestMCPCommandErrors(t *testing.T) {
+	t.Parallel()
+	env := mcpEnv(t)
+	server := append([]string{"--"}, mcptest.EverythingCmd(t)...)
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"call", "get-sum", `{"a":"forty","b":2}`}, 1, "ollie mcp: node: get-sum: MCP error -32602: Input validation error"},
+		{[]string{"call", "no-such-tool", `{}`}, 1, "Tool no-such-tool not found"},
+		{[]string{"call", "echo", `not json`}, 1, "arguments of echo are not a JSON object"},
+		{[]string{"read", "demo://no/such/thing"}, 1, "Resource demo://no/such/thing not found"},
+		{[]string{"schema", "nope"}, 1, `no tool "nope" on this server`},
+		{[]string{"frobnicate"}, 2, `unknown verb "frobnicate"`},
+		{[]string{"call"}, 2, "call wants TOOL [JSON]"},
+	} {
+		out, errOut, code := ollie3(t, env, "", append(append([]string{"mcp"}, tc.args...), server...)...)
+		if code != tc.code || !strings.Contains(errOut, tc.want) {
+			t.Errorf("mcp %s: exit %d, want %d with %q\nstdout: %s\nstderr: %s", strings.Join(tc.args, " "), code, tc.code, tc.want, out, errOut)
+		}
+	}
+	_, errOut, code := ollie3(t, env, "", "mcp", "tools", "--", "/nonexistent/server")
+	if code != 1 || !strings.Contains(errOut, "cannot connect") {
+		t.Errorf("a server that cannot start: exit %d\n%s", code, errOut)
+	}
+	_, errOut, code = ollie3(t, env, "", "mcp", "-url", "http://127.0.0.1:1/mcp", "tools")
+	if code != 1 || !strings.Contains(errOut, "cannot connect") {
+		t.Errorf("a url where nothing listens: exit %d\n%s", code, errOut)
+	}
+}
+
+func TestMCPFilesystemServer(t *testing.T) {
+	t.Parallel()
+	env := mcpEnv(t)
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("line one\nline two\n"), 0o644)
+	server := append([]string{"--"}, mcptest.FilesystemCmd(t, dir)...)
+	out, errOut, code := ollie3(t, env, "", append([]string{"mcp", "-text", "tools"}, server...)...)
+	if code != 0 || !strings.Contains(out, "read_text_file: Read the complete contents of a file from the file system as text.; args: path:string [head:number] [tail:number]\n") {
+		t.Fatalf("tools: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = ollie3(t, env, "", append([]string{"mcp", "-text", "call", "read_text_file", `{"path":"` + dir + `/notes.txt","head":1}`}, server...)...)
+	if code != 0 || out != "line one\n" {
+		t.Errorf("read_text_file: exit %d %q\n%s", code, out, errOut)
+	}
+	_, errOut, code = ollie3(t, env, "", append([]string{"mcp", "-text", "call", "read_text_file", `{"path":"/etc/hostname"}`}, server...)...)
+	if code != 1 || !strings.Contains(errOut, "read_text_file: Access denied - path outside allowed directories") {
+		t.Errorf("read outside the allowed directory: exit %d\n%s", code, errOut)
+	}
+}
+
+// freePort returns a TCP port nothing listens on, probably.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// startListening starts cmd and waits until port accepts connections.
+func startListening(t *testing.T, cmd *exec.Cmd, port int) {
+	t.Helper()
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	for i := 0; ; i++ {
+		c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err == nil {
+			c.Close()
+			return
+		}
+		if i > 300 {
+			t.Fatalf("%s did not listen on %d:\n%s", cmd.Path, port, log.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestMCPCommandHTTP(t *testing.T) {
+	t.Parallel()
+	port := freePort(t)
+	srv := mcptest.EverythingHTTP(t)
+	cmd := exec.Command(srv[0], srv[1:]...)
+	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
+	startListening(t, cmd, port)
+	url := "http://127.0.0.1:" + strconv.Itoa(port) + "/mcp"
+	env := mcpEnv(t)
+	out, errOut, code := ollie3(t, env, "", "mcp", "-url", url, "-text", "tools")
+	if code != 0 || !strings.Contains(out, "get-sum: Returns the sum of two numbers") {
+		t.Fatalf("tools over HTTP: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = ollie3(t, env, "", "mcp", "-url", url, "-H", "X-Test: yes", "-text", "call", "echo", `{"message":"over http"}`)
+	if code != 0 || out != "Echo: over http\n" {
+		t.Errorf("call over HTTP: exit %d %q\n%s", code, out, errOut)
+	}
+	_, errOut, code = ollie3(t, env, "", "mcp", "-url", url, "call", "get-sum", `{"a":1}`)
+	if code != 1 || !strings.Contains(errOut, "expected number, received undefined") {
+		t.Errorf("failing call over HTTP: exit %d\n%s", code, errOut)
+	}
+}
+
+// TestMCPNamedServersAndProxy: the private list holds a server whose env
+// names a secret; the proxy runs it with the secret, outside any sandbox,
+// and the agents' list reaches it by URL only.
+func TestMCPNamedServersAndProxy(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	cdir := filepath.Join(home, ".config", "ollie")
+	ev := mcptest.EverythingCmd(t)
+	private, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"everything": map[string]any{"command": ev[0], "args": ev[1:], "env": map[string]string{"SECRET_TOKEN": "${TOKEN}"},
+			"description": "the reference test server"},
+	}})
+	os.MkdirAll(filepath.Join(cdir, "t", "mcp.d"), 0o700)
+	os.WriteFile(filepath.Join(cdir, "mcp.json"), private, 0o600)
+	env := []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "TOKEN=tok-12345"}
+
+	out, _, code := ollie3(t, env, "", "mcp", "servers")
+	if code != 0 || !strings.Contains(out, `"SECRET_TOKEN": "..."`) || strings.Contains(out, "tok-12345") || strings.Contains(out, "${TOKEN}") {
+		t.Errorf("servers: exit %d\n%s", code, out)
+	}
+	if out, _, _ := ollie3(t, env, "", "mcp", "-text", "servers"); !strings.HasPrefix(out, "everything: the reference test server (stdio ") {
+		t.Errorf("servers -text:\n%s", out)
+	}
+	_, errOut, code := ollie3(t, env, "", "mcp", "-s", "nothere", "tools")
+	if code != 1 || !strings.Contains(errOut, `no server "nothere"`) || !strings.Contains(errOut, "have: everything") {
+		t.Errorf("unknown server: exit %d\n%s", code, errOut)
+	}
+
+	port := freePort(t)
+	proxy := exec.Command(os.Args[0], "mcp", "-s", "everything", "-listen", "127.0.0.1:"+strconv.Itoa(port), "proxy")
+	proxy.Env = append(env, "OLLIE_TEST_MAIN=1")
+	startListening(t, proxy, port)
+
+	public := filepath.Join(cdir, "t", "mcp.d", "servers.json")
+	os.WriteFile(public, []byte(`{"mcpServers": {"ev": {"url": "http://127.0.0.1:`+strconv.Itoa(port)+`/"}}}`), 0o644)
+	// As t/mcp runs it in a stage: the public list only, no TOKEN.
+	agentEnv := []string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}
+	out, errOut, code = ollie3(t, agentEnv, "", "mcp", "-servers", public, "-s", "ev", "-text", "call", "echo", `{"message":"via the proxy"}`)
+	if code != 0 || out != "Echo: via the proxy\n" {
+		t.Fatalf("call through the proxy: exit %d %q\n%s", code, out, errOut)
+	}
+	_, errOut, code = ollie3(t, agentEnv, "", "mcp", "-servers", public, "-s", "ev", "call", "get-sum", `{"a":"x","b":1}`)
+	if code != 1 || !strings.Contains(errOut, "expected number") {
+		t.Errorf("failing call through the proxy: exit %d\n%s", code, errOut)
+	}
+	// The server itself got the secret from ${TOKEN} (server-everything
+	// can show its environment).
+	out, _, code = ollie3(t, agentEnv, "", "mcp", "-servers", public, "-s", "ev", "-text", "call", "get-env")
+	if code != 0 || !strings.Contains(out, "tok-12345") {
+		t.Errorf("the proxied server lacks its env: exit %d\n%s", code, out)
+	}
+	_, errOut, code = ollie3(t, env, "", "mcp", "-s", "everything", "-listen", "0.0.0.0:7999", "proxy")
+	if code != 2 || !strings.Contains(errOut, "only loopback") {
+		t.Errorf("proxy on a public address: exit %d\n%s", code, errOut)
+	}
+}
