@@ -190,7 +190,7 @@ func (fsys *Fsys) ReadFile(ctx context.Context, p string) ([]byte, error) {
 }
 
 // WriteFile writes data to p in one WriteAt, truncating it first, and
-// creates it with perm if it does not exist.
+// creates it with perm if it does not exist; then it syncs the file.
 func (fsys *Fsys) WriteFile(ctx context.Context, p string, data []byte, perm plan9.Perm) error {
 	f, err := fsys.Open(ctx, p, plan9.OWRITE|plan9.OTRUNC)
 	if errs.Is(err, errs.NotExist) {
@@ -200,6 +200,10 @@ func (fsys *Fsys) WriteFile(ctx context.Context, p string, data []byte, perm pla
 		return err
 	}
 	defer f.Clunk(ctx)
-	_, err = f.WriteAt(ctx, data, 0)
-	return err
+	if _, err = f.WriteAt(ctx, data, 0); err != nil {
+		return err
+	}
+	// A file that completes what it was written at fsync or close (a
+	// prompt without a final newline) reports its error to the fsync.
+	return f.Sync(ctx)
 }
