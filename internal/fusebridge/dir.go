@@ -40,19 +40,20 @@ func (n *node) readDir(ctx context.Context) ([]*plan9.Dir, error) {
 }
 
 func (n *node) readDir1(ctx context.Context) ([]*plan9.Dir, error) {
-	nf, _, err := n.walked(ctx)
-	if err != nil {
-		return nil, err
-	}
-	f, err := nf.Walk(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Clunk(ctx)
-	if err := f.Open(ctx, plan9.OREAD); err != nil {
-		return nil, err
-	}
-	return f.DirreadAll(ctx)
+	var dirs []*plan9.Dir
+	err := n.withFid(ctx, func(nf *client.Fid, _ *session) error {
+		f, err := nf.Walk(ctx)
+		if err != nil {
+			return err
+		}
+		defer f.Clunk(ctx)
+		if err := f.Open(ctx, plan9.OREAD); err != nil {
+			return err
+		}
+		dirs, err = f.DirreadAll(ctx)
+		return err
+	})
+	return dirs, err
 }
 
 func (h *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
@@ -85,21 +86,23 @@ func (h *dirHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 // fid cannot be walked from, so the new node gets its own fid lazily.
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	p := join(n.path(), name)
-	pf, _, err := n.walked(ctx)
+	var d *plan9.Dir
+	err := n.withFid(ctx, func(pf *client.Fid, _ *session) error {
+		f, err := pf.Walk(ctx)
+		if err != nil {
+			return err
+		}
+		defer f.Clunk(ctx)
+		if err := f.Create(ctx, name, plan9.DMDIR|plan9.Perm(mode&0777), plan9.OREAD); err != nil {
+			return err
+		}
+		if d, err = f.Stat(ctx); err != nil {
+			d = &plan9.Dir{Qid: f.Qid(), Mode: plan9.DMDIR | plan9.Perm(mode&0777), Name: name}
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, n.b.errno("mkdir", p, err)
-	}
-	f, err := pf.Walk(ctx)
-	if err != nil {
-		return nil, n.b.errno("mkdir", p, err)
-	}
-	defer f.Clunk(ctx)
-	if err := f.Create(ctx, name, plan9.DMDIR|plan9.Perm(mode&0777), plan9.OREAD); err != nil {
-		return nil, n.b.errno("mkdir", p, err)
-	}
-	d, err := f.Stat(ctx)
-	if err != nil {
-		d = &plan9.Dir{Qid: f.Qid(), Mode: plan9.DMDIR | plan9.Perm(mode&0777), Name: name}
 	}
 	n.b.fillEntry(d, out)
 	return n.newChild(ctx, d, nil, nil), 0
@@ -107,11 +110,12 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 
 // child walks to name in n; the caller clunks the fid unless it removes it.
 func (n *node) child(ctx context.Context, name string) (*client.Fid, error) {
-	pf, _, err := n.walked(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return pf.Walk(ctx, name)
+	var f *client.Fid
+	err := n.withFid(ctx, func(pf *client.Fid, _ *session) (err error) {
+		f, err = pf.Walk(ctx, name)
+		return err
+	})
+	return f, err
 }
 
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
@@ -178,6 +182,9 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 			return n.b.errno("rename", join(n.path(), newName), rerr)
 		}
 		err = f.Wstat(ctx, &d)
+	}
+	if err == nil {
+		dropFids(n.GetChild(name))
 	}
 	return n.b.errno("rename", p, err)
 }

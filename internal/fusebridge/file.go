@@ -93,22 +93,20 @@ func (h *handle) open(ctx context.Context, mode uint8) error {
 }
 
 func (h *handle) open1(ctx context.Context, mode uint8) error {
-	nf, s, err := h.n.walked(ctx)
-	if err != nil {
-		return err
-	}
-	f, err := nf.Walk(ctx)
-	if err != nil {
-		return err
-	}
-	if err := f.Open(ctx, mode); err != nil {
-		f.Clunk(ctx)
-		return err
-	}
-	h.mu.Lock()
-	h.fid, h.sess = f, s
-	h.mu.Unlock()
-	return nil
+	return h.n.withFid(ctx, func(nf *client.Fid, s *session) error {
+		f, err := nf.Walk(ctx)
+		if err != nil {
+			return err
+		}
+		if err := f.Open(ctx, mode); err != nil {
+			f.Clunk(ctx)
+			return err
+		}
+		h.mu.Lock()
+		h.fid, h.sess = f, s
+		h.mu.Unlock()
+		return nil
+	})
 }
 
 // opened returns the open fid, opening the file again if the connection
@@ -183,17 +181,22 @@ func (h *handle) Release(ctx context.Context) syscall.Errno {
 
 // Create creates and opens name in the directory n.
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
-	pf, s, err := n.walked(ctx)
-	if err != nil {
-		return nil, nil, 0, n.b.errno("create", join(n.path(), name), err)
-	}
-	f, err := pf.Walk(ctx)
-	if err != nil {
-		return nil, nil, 0, n.b.errno("create", join(n.path(), name), err)
-	}
 	omode := openMode(flags) &^ plan9.OTRUNC
-	if err := f.Create(ctx, name, plan9.Perm(mode&0777), omode); err != nil {
-		f.Clunk(ctx)
+	var f *client.Fid
+	var s *session
+	err := n.withFid(ctx, func(pf *client.Fid, ps *session) error {
+		nf, err := pf.Walk(ctx)
+		if err != nil {
+			return err
+		}
+		if err := nf.Create(ctx, name, plan9.Perm(mode&0777), omode); err != nil {
+			nf.Clunk(ctx)
+			return err
+		}
+		f, s = nf, ps
+		return nil
+	})
+	if err != nil {
 		if errs.Is(err, errs.Exist) && flags&syscall.O_EXCL == 0 {
 			return nil, nil, 0, syscall.EEXIST
 		}

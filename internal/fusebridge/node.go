@@ -10,6 +10,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"ollie.dev/ollie/internal/errs"
 	"ollie.dev/ollie/internal/ninep/client"
 )
 
@@ -94,6 +95,17 @@ func (n *node) setFid(f *client.Fid, s *session) {
 	n.mu.Unlock()
 }
 
+// replaceFid makes f, of session s, the node's fid, dropping the old one.
+func (n *node) replaceFid(f *client.Fid, s *session) {
+	n.mu.Lock()
+	old, olds := n.fid, n.sess
+	n.fid, n.sess = f, s
+	n.mu.Unlock()
+	if old != nil && old != f && olds != nil && old != olds.root && !olds.dead() {
+		go old.Clunk(context.Background())
+	}
+}
+
 // OnForget clunks the fid once the kernel has forgotten the node.
 func (n *node) OnForget() {
 	n.mu.Lock()
@@ -116,8 +128,10 @@ func (n *node) newChild(ctx context.Context, d *plan9.Dir, f *client.Fid, s *ses
 	ch := n.NewInode(ctx, child, fs.StableAttr{Mode: fileType(d), Ino: qidIno(d.Qid)})
 	cn := ch.Operations().(*node)
 	if cn != child && f != nil {
-		// The inode already existed; keep its fid, or give it ours.
-		cn.setFid(f, s)
+		// The inode already existed. Its fid may be stale (the file was
+		// renamed behind our back and keeps its qid); ours was walked by
+		// name just now.
+		cn.replaceFid(f, s)
 	}
 	cn.noteStat(d)
 	return ch
@@ -160,21 +174,25 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 
 // lookup returns the error too, so a dead connection can be retried.
 func (n *node) lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno, error) {
-	pf, s, err := n.walked(ctx)
-	if err != nil {
-		return nil, n.b.errno("walk", n.path(), err), err
-	}
-	f, err := pf.Walk(ctx, name)
+	var ino *fs.Inode
+	err := n.withFid(ctx, func(pf *client.Fid, s *session) error {
+		f, err := pf.Walk(ctx, name)
+		if err != nil {
+			return err
+		}
+		d, err := f.Stat(ctx)
+		if err != nil {
+			f.Clunk(ctx)
+			return err
+		}
+		n.b.fillEntry(d, out)
+		ino = n.newChild(ctx, d, f, s)
+		return nil
+	})
 	if err != nil {
 		return nil, n.b.errno("walk", join(n.path(), name), err), err
 	}
-	d, err := f.Stat(ctx)
-	if err != nil {
-		f.Clunk(ctx)
-		return nil, n.b.errno("stat", join(n.path(), name), err), err
-	}
-	n.b.fillEntry(d, out)
-	return n.newChild(ctx, d, f, s), 0, nil
+	return ino, 0, nil
 }
 
 // Getattr stats the open file if there is one, else the node.
@@ -196,14 +214,19 @@ func (n *node) stat(ctx context.Context, fh fs.FileHandle) (*plan9.Dir, error) {
 func (n *node) stat1(ctx context.Context, fh fs.FileHandle) (*plan9.Dir, error) {
 	if h, ok := fh.(*handle); ok {
 		if f, err := h.opened(ctx); err == nil {
-			return f.Stat(ctx)
+			// An open file renamed since no longer stats by its old
+			// name; its node knows the new one.
+			if d, err := f.Stat(ctx); !errs.Is(err, errs.NotExist) {
+				return d, err
+			}
 		}
 	}
-	f, _, err := n.walked(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return f.Stat(ctx)
+	var d *plan9.Dir
+	err := n.withFid(ctx, func(f *client.Fid, _ *session) (err error) {
+		d, err = f.Stat(ctx)
+		return err
+	})
+	return d, err
 }
 
 func join(dir, name string) string {
