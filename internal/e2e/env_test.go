@@ -46,7 +46,9 @@ type env struct {
 	t      *testing.T
 	cfg    *config.Config
 	runner *testRunner
+	opts   daemon.Options
 	mnt    string
+	work   string // scratch directory outside the mount, $W in scripts
 	srv    *fusebridge.Server
 	log    *logBuf
 
@@ -54,12 +56,18 @@ type env struct {
 	d  *daemon.Daemon // replaced by restart
 }
 
-// start starts a daemon in a fresh home and mounts its tree.
-func start(t *testing.T) *env {
+// start starts a daemon in a fresh home and mounts its tree. Each of
+// tune, if any, may change the daemon's options.
+func start(t *testing.T, tune ...func(*daemon.Options)) *env {
 	t.Helper()
 	testutil.RequireFUSE(t)
 	e := &env{t: t, cfg: testutil.Home(t, nil), runner: newRunner(), log: &logBuf{}}
+	e.opts = daemon.Options{Runner: e.runner, Log: testLogger(e.log)}
+	for _, f := range tune {
+		f(&e.opts)
+	}
 	e.startDaemon()
+	e.work = t.TempDir()
 	e.mnt = filepath.Join(t.TempDir(), "mnt")
 	if err := os.Mkdir(e.mnt, 0755); err != nil {
 		t.Fatal(err)
@@ -82,7 +90,7 @@ func start(t *testing.T) *env {
 }
 
 func (e *env) startDaemon() {
-	d, err := daemon.Start(e.cfg, daemon.Options{Runner: e.runner, Log: testLogger(e.log)})
+	d, err := daemon.Start(e.cfg, e.opts)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -104,7 +112,8 @@ func (e *env) restart() {
 	e.startDaemon()
 }
 
-// sh runs a bash script with $M set to the mount point and fails the test
+// sh runs a bash script with $M set to the mount point ($CFG and $DATA
+// to the daemon's directories on disk, $W to a scratch directory) and fails the test
 // if it fails. It runs from outside the mount, as go-fuse advises: a
 // process whose cwd is in the mount can deadlock the test's own FUSE
 // server on exit.
@@ -133,7 +142,7 @@ func (e *env) command(ctx context.Context, script string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", script)
 	cmd.Dir = filepath.Dir(e.mnt)
 	cmd.Env = append(os.Environ(), "M="+e.mnt, "LC_ALL=C",
-		"CFG="+e.cfg.ConfigDir, "DATA="+e.cfg.DataDir)
+		"CFG="+e.cfg.ConfigDir, "DATA="+e.cfg.DataDir, "W="+e.work)
 	return cmd
 }
 

@@ -186,7 +186,13 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	if err == nil {
 		dropFids(n.GetChild(name))
 	}
-	return n.b.errno("rename", p, err)
+	eno := n.b.errno("rename", p, err)
+	if eno == syscall.EINVAL {
+		// A refused name. mv reads EINVAL from rename(2) as "cannot move
+		// a directory into itself", which would mislead.
+		eno = syscall.EPERM
+	}
+	return eno
 }
 
 // renameNoReplace is renameat2's RENAME_NOREPLACE, which go-fuse does not

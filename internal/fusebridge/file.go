@@ -19,6 +19,9 @@ type handle struct {
 	n      *node
 	mode   uint8 // 9P open mode, without OTRUNC
 	append bool  // O_APPEND: write at the end, whatever the kernel thinks it is
+	// paged: the kernel reads through its page cache, and takes a short
+	// read for the end of the file (and shrinks the file to it).
+	paged bool
 
 	// mu guards fid and sess. After a reconnect the fid is stale, and the
 	// next request opens the file again (without OTRUNC).
@@ -57,7 +60,9 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	if err := h.open(ctx, openMode(flags)); err != nil {
 		return nil, 0, n.b.errno("open", n.path(), err)
 	}
-	return h, n.cacheFlags(h.fid.Qid()), 0
+	flags = n.cacheFlags(h.fid.Qid())
+	h.paged = flags&fuse.FOPEN_DIRECT_IO == 0
+	return h, flags, 0
 }
 
 // cacheFlags decides, at open, how the kernel may cache the file whose
@@ -126,14 +131,20 @@ func (h *handle) opened(ctx context.Context) (*client.Fid, error) {
 	return h.fid, nil
 }
 
-// Read is one Tread: a short read is passed on as such, so streams and
-// blocking files behave as they do on Plan 9.
+// Read is one Tread on a direct-I/O file: a short read is passed on as
+// such, so streams and blocking files behave as they do on Plan 9. A file
+// read through the page cache is read until dest is full or the file ends,
+// since there a short read means the end of the file.
 func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	f, err := h.opened(ctx)
 	if err != nil {
 		return nil, h.n.b.errno("read", h.n.path(), err)
 	}
-	n, err := f.Read(ctx, dest, off)
+	read := f.Read
+	if h.paged {
+		read = f.ReadAt
+	}
+	n, err := read(ctx, dest, off)
 	if err != nil && err != io.EOF {
 		return nil, h.n.b.errno("read", h.n.path(), err)
 	}

@@ -187,6 +187,7 @@ type validHandle struct {
 	f       *os.File
 	buf     []byte
 	created bool // made by this open: removed again if nothing valid lands
+	removed bool // created, then removed by an invalid write
 	landed  bool // some content was committed
 	pending bool // buf holds an unfinished document not yet on disk
 }
@@ -222,6 +223,14 @@ func (h *validHandle) WriteAt(_ context.Context, p []byte, off int64) (int, erro
 	case errors.Is(err, ErrIncomplete):
 		h.pending = true
 	default:
+		if h.created && !h.landed && !h.removed {
+			// `echo garbage > a/new.json` leaves nothing behind, at
+			// once: the clunk that would remove the file comes later,
+			// after the shell has moved on.
+			h.file.dir.root.Remove(h.file.rel)
+			h.file.dir.syncDir()
+			h.removed = true
+		}
 		return 0, err
 	}
 	h.buf = next
@@ -253,15 +262,22 @@ func (h *validHandle) commit(data []byte) error {
 	tmpSeq.n++
 	tmp := d.child(".tmp-" + strconv.Itoa(os.Getpid()) + "-" + strconv.Itoa(tmpSeq.n))
 	tmpSeq.Unlock()
+	perm := os.FileMode(0644)
 	fi, err := d.root.Stat(h.file.rel)
-	if err != nil {
+	switch {
+	case err == nil:
+		perm = fi.Mode().Perm()
+	case !h.removed: // else an invalid write removed the file it created
 		return diskErr(h.file.name, err)
 	}
-	if err := writeSync(d.root, tmp, data, fi.Mode().Perm()); err != nil {
+	if err := writeSync(d.root, tmp, data, perm); err != nil {
 		d.root.Remove(tmp)
 		return diskErr(h.file.name, err)
 	}
-	oldPath := h.file.dir.fs.Qids.pathOf(fi)
+	var oldPath uint64
+	if fi != nil {
+		oldPath = h.file.dir.fs.Qids.pathOf(fi)
+	}
 	if err := d.root.Rename(tmp, h.file.rel); err != nil {
 		d.root.Remove(tmp)
 		return diskErr(h.file.name, err)
@@ -307,7 +323,7 @@ func (h *validHandle) Close() error {
 	if h.pending {
 		log.Printf("%s: unfinished content discarded at close", h.file.rel)
 	}
-	if h.created && !h.landed {
+	if h.created && !h.landed && !h.removed {
 		h.file.dir.root.Remove(h.file.rel)
 	}
 	return h.f.Close()
