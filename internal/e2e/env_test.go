@@ -105,13 +105,6 @@ func (e *env) daemon() *daemon.Daemon {
 	return e.d
 }
 
-// restart stops the daemon and starts a new one on the same socket and
-// directories, under the live mount.
-func (e *env) restart() {
-	e.daemon().Close()
-	e.startDaemon()
-}
-
 // sh runs a bash script with $M set to the mount point ($CFG and $DATA
 // to the daemon's directories on disk, $W to a scratch directory) and fails the test
 // if it fails. It runs from outside the mount, as go-fuse advises: a
