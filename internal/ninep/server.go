@@ -6,6 +6,7 @@
 package ninep
 
 import (
+	"bufio"
 	"context"
 	"io"
 	"log"
@@ -29,8 +30,10 @@ type Server struct {
 	Trace io.Writer // protocol trace, for debugging
 }
 
-// DefaultMsize lets a read or write move 64 KiB in one message.
-const DefaultMsize = 64*1024 + plan9.IOHDRSZ
+// DefaultMsize lets a read or write move 128 KiB in one message: as much
+// as one FUSE read or write, so that the mount turns each into one Tread
+// or Twrite.
+const DefaultMsize = 128*1024 + plan9.IOHDRSZ
 
 // New returns a server for root.
 func New(root tree.Dir) *Server { return &Server{root: root} }
@@ -75,7 +78,17 @@ func (s *Server) ServeConn(in io.ReadCloser, out io.WriteCloser) {
 		Clunk:  s.clunk,
 		Sync:   s.sync,
 	}
-	srv.Serve(in, out)
+	// srv9p reads a message's size, then the rest: two reads per request
+	// unless buffered. A buffer also takes several pipelined requests in
+	// one read.
+	srv.Serve(bufferedReader{bufio.NewReaderSize(in, 16*1024), in}, out)
+}
+
+// bufferedReader reads through a bufio.Reader and closes the underlying
+// reader.
+type bufferedReader struct {
+	*bufio.Reader
+	io.Closer
 }
 
 func (s *Server) attach(ctx context.Context, fid, afid *srv9p.Fid, user, aname string) (plan9.Qid, error) {

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"9fans.net/go/plan9"
@@ -143,12 +144,36 @@ type diskHandle struct {
 	sync bool
 }
 
+// ReadAt is one pread: a 9P read may return less than asked, and
+// os.File.ReadAt would make a second pread to learn of the end of a small
+// file.
 func (h *diskHandle) ReadAt(_ context.Context, p []byte, off int64) (int, error) {
-	n, err := h.f.ReadAt(p, off)
-	if err == io.EOF {
-		err = nil
+	n, err := pread(h.f, p, off)
+	if err != nil {
+		return 0, diskErr(path.Base(h.f.Name()), err)
 	}
-	return n, err
+	return n, nil
+}
+
+// pread reads once at off, through the file's raw connection so that a
+// concurrent Close cannot recycle the descriptor under the read.
+func pread(f *os.File, p []byte, off int64) (n int, err error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	cerr := rc.Read(func(fd uintptr) bool {
+		for {
+			n, err = syscall.Pread(int(fd), p, off)
+			if err != syscall.EINTR {
+				return true
+			}
+		}
+	})
+	if cerr != nil {
+		return 0, cerr
+	}
+	return max(n, 0), err
 }
 
 func (h *diskHandle) WriteAt(_ context.Context, p []byte, off int64) (int, error) {
