@@ -41,12 +41,12 @@ func (n *node) readDir(ctx context.Context) ([]*plan9.Dir, error) {
 
 func (n *node) readDir1(ctx context.Context) ([]*plan9.Dir, error) {
 	var dirs []*plan9.Dir
-	err := n.withFid(ctx, func(nf *client.Fid, _ *session) error {
-		f, err := nf.Walk(ctx)
+	err := n.withFid(ctx, func(nf *client.Fid, s *session) error {
+		f, err := n.openable(ctx, nf, s)
 		if err != nil {
 			return err
 		}
-		defer f.Clunk(ctx)
+		defer clunk(s, f)
 		if err := f.Open(ctx, plan9.OREAD); err != nil {
 			return err
 		}

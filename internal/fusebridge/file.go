@@ -62,7 +62,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	}
 	flags = n.cacheFlags(h.fid.Qid())
 	h.paged = flags&fuse.FOPEN_DIRECT_IO == 0
-	return h, flags, 0
+	return h, flags | fuse.FOPEN_NOFLUSH, 0
 }
 
 // cacheFlags decides, at open, how the kernel may cache the file whose
@@ -99,7 +99,7 @@ func (h *handle) open(ctx context.Context, mode uint8) error {
 
 func (h *handle) open1(ctx context.Context, mode uint8) error {
 	return h.n.withFid(ctx, func(nf *client.Fid, s *session) error {
-		f, err := nf.Walk(ctx)
+		f, err := h.n.openable(ctx, nf, s)
 		if err != nil {
 			return err
 		}
@@ -173,7 +173,9 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 	return uint32(n), 0
 }
 
-// Flush (close(2)) has nothing to do: writes were never deferred.
+// Flush (close(2)) has nothing to do: writes were never deferred. Every
+// open says FOPEN_NOFLUSH, so a kernel that knows it (5.16 and later)
+// spares close(2) the round trip to us.
 func (h *handle) Flush(ctx context.Context) syscall.Errno { return 0 }
 
 // Release clunks the fid. Nothing waits for a release (close(2) returned
@@ -222,5 +224,5 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	ch := n.newChild(ctx, d, nil, nil)
 	h.n = ch.Operations().(*node)
 	// A new file is empty, so plain it is not: direct I/O, no cache.
-	return ch, h, h.n.cacheFlags(f.Qid()), 0
+	return ch, h, h.n.cacheFlags(f.Qid()) | fuse.FOPEN_NOFLUSH, 0
 }

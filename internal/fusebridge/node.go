@@ -19,11 +19,13 @@ type node struct {
 	fs.Inode
 	b *bridge
 
-	// mu guards fid and sess: a walked, never-opened fid for this node
-	// (nil until first needed) and the session it belongs to.
-	mu   sync.Mutex
-	fid  *client.Fid
-	sess *session
+	// mu guards fid, spare and sess: a walked, never-opened fid for this
+	// node (nil until first needed), a clone of it ready to be opened
+	// (see fids.go), and the session they belong to.
+	mu    sync.Mutex
+	fid   *client.Fid
+	spare *client.Fid
+	sess  *session
 
 	// Also guarded by mu: what the kernel may have cached. attrVers is
 	// the Qid.Vers of the attributes last given to the kernel, pageVers
@@ -52,70 +54,6 @@ var (
 
 // path returns the node's slash-separated path from the root of the tree.
 func (n *node) path() string { return n.Path(n.Root()) }
-
-// walked returns the node's fid in the current session, walking to the
-// node's path if it has none or only a stale one.
-func (n *node) walked(ctx context.Context) (*client.Fid, *session, error) {
-	s, err := n.b.session(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	n.mu.Lock()
-	if n.sess == s && n.fid != nil {
-		f := n.fid
-		n.mu.Unlock()
-		return f, s, nil
-	}
-	n.mu.Unlock()
-	var f *client.Fid
-	if n.IsRoot() {
-		f = s.root
-	} else if f, err = s.root.Walk(ctx, client.SplitPath(n.path())...); err != nil {
-		return nil, nil, err
-	}
-	n.setFid(f, s)
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.fid, s, nil
-}
-
-// setFid makes f, of session s, the node's fid, unless a concurrent walk
-// got there first.
-func (n *node) setFid(f *client.Fid, s *session) {
-	n.mu.Lock()
-	if n.sess == s && n.fid != nil {
-		n.mu.Unlock()
-		if f != s.root && f != n.fid {
-			f.Clunk(context.Background())
-		}
-		return
-	}
-	// An old fid belongs to a dead connection: nothing to clunk.
-	n.fid, n.sess = f, s
-	n.mu.Unlock()
-}
-
-// replaceFid makes f, of session s, the node's fid, dropping the old one.
-func (n *node) replaceFid(f *client.Fid, s *session) {
-	n.mu.Lock()
-	old, olds := n.fid, n.sess
-	n.fid, n.sess = f, s
-	n.mu.Unlock()
-	if old != nil && old != f && olds != nil && old != olds.root && !olds.dead() {
-		go old.Clunk(context.Background())
-	}
-}
-
-// OnForget clunks the fid once the kernel has forgotten the node.
-func (n *node) OnForget() {
-	n.mu.Lock()
-	f, s := n.fid, n.sess
-	n.fid, n.sess = nil, nil
-	n.mu.Unlock()
-	if f != nil && s != nil && f != s.root && !s.dead() {
-		go f.Clunk(context.Background())
-	}
-}
 
 // newChild returns the inode for a file with directory entry d, reached
 // from n by name, reusing the inode if the qid is already known. f, if not
