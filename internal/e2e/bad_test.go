@@ -5,7 +5,6 @@ import (
 
 	"9fans.net/go/plan9"
 
-	"ollie.dev/ollie/internal/daemon"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -89,7 +88,7 @@ func TestBigAndBinaryData(t *testing.T) {
 // Treads; a short one, passed on, made the kernel take it for the end of
 // the file and shrink the file to it (wc -L saw a 160 KiB line of 1 MiB).
 func TestSmallMsize(t *testing.T) {
-	e := start(t, func(o *daemon.Options) { o.Msize = 8192 + plan9.IOHDRSZ })
+	e := start(t, func(e *env) { e.opts.Msize = 8192 + plan9.IOHDRSZ })
 	e.sh(`cd $W; head -c 1048576 /dev/zero | tr '\0' a > line; echo >> line; cp line $M/m/line
 		test $(wc -L < $M/m/line) = 1048576; cmp line $M/m/line; dd if=$M/m/line bs=1M 2>/dev/null | cmp line
 		head -c 300000 /dev/urandom > bin; cp bin $DATA/m/bin; cmp bin $M/m/bin`)

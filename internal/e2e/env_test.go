@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"ollie.dev/ollie/internal/config"
 	"ollie.dev/ollie/internal/daemon"
 	"ollie.dev/ollie/internal/fusebridge"
+	"ollie.dev/ollie/internal/ninep"
 	"ollie.dev/ollie/internal/ninep/client"
 	"ollie.dev/ollie/internal/testutil"
 )
@@ -46,7 +48,8 @@ type env struct {
 	t      *testing.T
 	cfg    *config.Config
 	runner *testRunner
-	opts   daemon.Options
+	opts   daemon.Options     // of the daemon
+	mopts  fusebridge.Options // of the mount
 	mnt    string
 	work   string // scratch directory outside the mount, $W in scripts
 	srv    *fusebridge.Server
@@ -57,14 +60,15 @@ type env struct {
 }
 
 // start starts a daemon in a fresh home and mounts its tree. Each of
-// tune, if any, may change the daemon's options.
-func start(t *testing.T, tune ...func(*daemon.Options)) *env {
+// tune, if any, may change the daemon's or the mount's options.
+func start(t *testing.T, tune ...func(*env)) *env {
 	t.Helper()
 	testutil.RequireFUSE(t)
 	e := &env{t: t, cfg: testutil.Home(t, nil), runner: newRunner(), log: &logBuf{}}
 	e.opts = daemon.Options{Runner: e.runner, Log: testLogger(e.log)}
+	e.mopts = fusebridge.Options{Uname: "tester", Logf: e.log.Logf}
 	for _, f := range tune {
-		f(&e.opts)
+		f(e)
 	}
 	e.startDaemon()
 	e.work = t.TempDir()
@@ -73,7 +77,7 @@ func start(t *testing.T, tune ...func(*daemon.Options)) *env {
 		t.Fatal(err)
 	}
 	dial := func(ctx context.Context) (*client.Conn, error) { return client.Dial(ctx, "unix", e.cfg.Socket) }
-	srv, err := fusebridge.Mount(context.Background(), e.mnt, dial, fusebridge.Options{Uname: "tester", Logf: e.log.Logf})
+	srv, err := fusebridge.Mount(context.Background(), e.mnt, dial, e.mopts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,4 +170,14 @@ func waitFor[T any](t *testing.T, c <-chan T, what string) T {
 		t.Fatalf("%s: hung", what)
 		panic("unreachable")
 	}
+}
+
+// ops returns how many 9P requests of a kind ("walk", "read" ...) the
+// daemon has served.
+func (e *env) ops(kind string) uint64 {
+	i := slices.Index(ninep.OpNames[:], kind)
+	if i < 0 {
+		e.t.Fatalf("no 9P counter %q", kind)
+	}
+	return e.daemon().Server.Stats.Ops[i].Load()
 }

@@ -76,7 +76,7 @@ func (h *dirHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 	for _, d := range h.dirs {
 		if d.Name == name {
 			h.n.b.fillEntry(d, out)
-			return h.n.newChild(ctx, d, nil, nil), 0
+			return h.n.newChild(ctx, name, d, nil, nil), 0
 		}
 	}
 	return h.n.Lookup(ctx, name, out)
@@ -105,7 +105,7 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 		return nil, n.b.errno("mkdir", p, err)
 	}
 	n.b.fillEntry(d, out)
-	return n.newChild(ctx, d, nil, nil), 0
+	return n.newChild(ctx, name, d, nil, nil), 0
 }
 
 // child walks to name in n; the caller clunks the fid unless it removes it.

@@ -221,7 +221,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	}
 	n.b.fillEntry(d, out)
 	h := &handle{mode: omode, append: flags&syscall.O_APPEND != 0, fid: f, sess: s}
-	ch := n.newChild(ctx, d, nil, nil)
+	ch := n.newChild(ctx, name, d, nil, nil)
 	h.n = ch.Operations().(*node)
 	// A new file is empty, so plain it is not: direct I/O, no cache.
 	return ch, h, h.n.cacheFlags(f.Qid()) | fuse.FOPEN_NOFLUSH, 0

@@ -2,6 +2,7 @@ package fusebridge
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -55,24 +56,33 @@ var (
 // path returns the node's slash-separated path from the root of the tree.
 func (n *node) path() string { return n.Path(n.Root()) }
 
-// newChild returns the inode for a file with directory entry d, reached
-// from n by name, reusing the inode if the qid is already known. f, if not
-// nil, is a fid for it in session s.
-func (n *node) newChild(ctx context.Context, d *plan9.Dir, f *client.Fid, s *session) *fs.Inode {
-	child := &node{b: n.b}
+// newChild returns the inode for the file with directory entry d, called
+// name in n. go-fuse keeps one inode per inode number, but picks the one
+// it has only after Lookup returns, dropping a new node made meanwhile:
+// the stat (for caching) and the fresh fid f would reach a node nobody
+// uses. So a node that is already n's child by that name is updated and
+// returned instead. f, if not nil, is a fid for the file in session s.
+func (n *node) newChild(ctx context.Context, name string, d *plan9.Dir, f *client.Fid, s *session) *fs.Inode {
+	ino := qidIno(d.Qid)
+	if ch := n.GetChild(name); ch != nil && ch.StableAttr().Ino == ino && ch.StableAttr().Mode == fileType(d) {
+		if cn, ok := ch.Operations().(*node); ok {
+			if f != nil {
+				cn.replaceFid(f, s)
+			}
+			cn.noteStat(d)
+			return ch
+		}
+	}
+	child := &node{b: n.b, fid: f, sess: s}
+	child.noteStat(d)
 	if f != nil {
-		child.fid, child.sess = f, s
+		// A file renamed behind the mount's back is known under another
+		// name: go-fuse drops this node for the one it has. Its fid is
+		// then clunked when the node is collected (a fid the node clunked
+		// itself, at forget or replacement, is not clunked twice).
+		runtime.AddCleanup(child, func(f *client.Fid) { f.Clunk(context.Background()) }, f)
 	}
-	ch := n.NewInode(ctx, child, fs.StableAttr{Mode: fileType(d), Ino: qidIno(d.Qid)})
-	cn := ch.Operations().(*node)
-	if cn != child && f != nil {
-		// The inode already existed. Its fid may be stale (the file was
-		// renamed behind our back and keeps its qid); ours was walked by
-		// name just now.
-		cn.replaceFid(f, s)
-	}
-	cn.noteStat(d)
-	return ch
+	return n.NewInode(ctx, child, fs.StableAttr{Mode: fileType(d), Ino: ino})
 }
 
 // plain reports whether a file's content may be cached by the kernel: it
@@ -124,7 +134,7 @@ func (n *node) lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 			return err
 		}
 		n.b.fillEntry(d, out)
-		ino = n.newChild(ctx, d, f, s)
+		ino = n.newChild(ctx, name, d, f, s)
 		return nil
 	})
 	if err != nil {
