@@ -44,7 +44,12 @@ func TestPlainFilesAreCached(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(e.cfg.DataDir, "m", "c"), []byte("changed\n"), 0644); err != nil {
 		t.Fatal(err)
 	}
+	reads = e.ops("read")
 	if got := e.sh(`cat $M/m/c`); got != "changed\n" {
 		t.Errorf("cat after a change on disk = %q", got)
+	}
+	// One Tread fills the page: a short one is the end of the file.
+	if n := e.ops("read") - reads; n != 1 {
+		t.Errorf("cat of a changed 8-byte file made %d Treads, want 1", n)
 	}
 }

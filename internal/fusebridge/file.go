@@ -133,8 +133,8 @@ func (h *handle) opened(ctx context.Context) (*client.Fid, error) {
 
 // Read is one Tread on a direct-I/O file: a short read is passed on as
 // such, so streams and blocking files behave as they do on Plan 9. A file
-// read through the page cache is read until dest is full or the file ends,
-// since there a short read means the end of the file.
+// read through the page cache is read until dest is full or a Tread comes
+// back short, since there a short read means the end of the file.
 func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	f, err := h.opened(ctx)
 	if err != nil {
@@ -142,13 +142,30 @@ func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadRes
 	}
 	read := f.Read
 	if h.paged {
-		read = f.ReadAt
+		read = func(ctx context.Context, p []byte, off int64) (int, error) { return readPaged(ctx, f, p, off) }
 	}
 	n, err := read(ctx, dest, off)
 	if err != nil && err != io.EOF {
 		return nil, h.n.b.errno("read", h.n.path(), err)
 	}
 	return fuse.ReadResultData(dest[:n]), 0
+}
+
+// readPaged fills p from off with as many Treads as the message size
+// needs (the kernel may ask for more than one carries), stopping at the
+// first short one: a server returns less than asked of a plain file only
+// at its end, so another Tread just to meet the end would be wasted.
+func readPaged(ctx context.Context, f *client.Fid, p []byte, off int64) (int, error) {
+	n := 0
+	for n < len(p) {
+		want := min(len(p)-n, int(f.Iounit()))
+		m, err := f.Read(ctx, p[n:n+want], off+int64(n))
+		n += m
+		if err != nil || m < want {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // Write is one or more Twrites, sent now; their error is the write's.
