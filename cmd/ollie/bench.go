@@ -87,7 +87,7 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	b, err := newBenchEnv(ctx, benchFlags.n, env.Stderr)
+	b, err := newBenchEnv(ctx, benchFlags.n, env)
 	if err != nil {
 		return err
 	}

@@ -23,21 +23,27 @@ type benchEnv struct {
 	dir    string // scratch directory, removed at the end
 	stderr io.Writer
 	undo   []func() // run last first by close
+	exe    string   // this program, for helper processes
+	exeEnv []string // added to a helper's environment
 
 	d   *daemon.Daemon
 	mnt string
 }
 
-func newBenchEnv(ctx context.Context, n int, stderr io.Writer) (*benchEnv, error) {
+func newBenchEnv(ctx context.Context, n int, env *Env) (*benchEnv, error) {
 	// Under /tmp, not $TMPDIR, so the socket path stays short.
 	dir, err := os.MkdirTemp("/tmp", "ollie-bench")
 	if err != nil {
 		return nil, err
 	}
-	b := &benchEnv{ctx: ctx, n: n, dir: dir, stderr: stderr}
+	b := &benchEnv{ctx: ctx, n: n, dir: dir, stderr: env.Stderr, exe: env.Argv0, exeEnv: benchExeEnv}
 	b.onClose(func() { os.RemoveAll(dir) })
 	return b, nil
 }
+
+// benchExeEnv is added to the environment of helper processes; tests,
+// whose binary is ollie only when told so, set it.
+var benchExeEnv []string
 
 // onClose registers f to run at the end of the run.
 func (b *benchEnv) onClose(f func()) { b.undo = append(b.undo, f) }
