@@ -112,7 +112,7 @@ func (s *Server) walk(ctx context.Context, fid, newfid *srv9p.Fid, names []strin
 	path := append(make([]tree.Node, 0, len(old.path)+len(names)), old.path...)
 	qids := make([]plan9.Qid, 0, len(names))
 	for _, name := range names {
-		next, err := step(path, name)
+		next, st, stated, err := step(path, name)
 		if err != nil {
 			if len(qids) == 0 {
 				return nil, err
@@ -126,7 +126,9 @@ func (s *Server) walk(ctx context.Context, fid, newfid *srv9p.Fid, names []strin
 		} else {
 			path = append(path, next)
 		}
-		st, err := path[len(path)-1].Stat()
+		if !stated {
+			st, err = path[len(path)-1].Stat()
+		}
 		if err != nil {
 			if len(qids) == 0 {
 				return nil, err
@@ -139,22 +141,29 @@ func (s *Server) walk(ctx context.Context, fid, newfid *srv9p.Fid, names []strin
 	return qids, nil
 }
 
-func step(path []tree.Node, name string) (tree.Node, error) {
+// step walks one name from the last node of path. It returns the child's
+// stat too (stated) if the directory learnt it on the way (tree.StatWalker).
+func step(path []tree.Node, name string) (n tree.Node, st plan9.Dir, stated bool, err error) {
 	cur := path[len(path)-1]
 	d, ok := cur.(tree.Dir)
 	if !ok {
-		return nil, errs.E(errs.NotDir, name)
+		return nil, st, false, errs.E(errs.NotDir, name)
 	}
 	switch name {
 	case "..":
 		if len(path) > 1 {
-			return path[len(path)-2], nil
+			return path[len(path)-2], st, false, nil
 		}
-		return cur, nil
+		return cur, st, false, nil
 	case ".", "":
-		return nil, errs.E(errs.NotExist, "bad path element "+quote(name))
+		return nil, st, false, errs.E(errs.NotExist, "bad path element "+quote(name))
 	}
-	return d.Walk(name)
+	if sw, ok := d.(tree.StatWalker); ok {
+		n, st, err = sw.WalkStat(name)
+		return n, st, err == nil, err
+	}
+	n, err = d.Walk(name)
+	return n, st, false, err
 }
 
 func quote(s string) string { return "\"" + s + "\"" }
