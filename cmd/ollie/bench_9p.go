@@ -70,28 +70,3 @@ func pread(b *benchEnv, f *client.Fid, buf []byte) func() error {
 		return err
 	}
 }
-
-// A benchOp is an operation to measure into a benchRow.
-type benchOp struct {
-	key, op string
-	run     func() error
-	ref     string
-	goal    float64
-}
-
-// measureRows measures ops, interleaved (see bench.MeasureAll).
-func measureRows(b *benchEnv, ops []benchOp) ([]benchRow, error) {
-	runs := make([]func() error, len(ops))
-	for i, o := range ops {
-		runs[i] = o.run
-	}
-	sts, err := bench.MeasureAll(b.n, runs...)
-	if err != nil {
-		return nil, err
-	}
-	rows := make([]benchRow, len(ops))
-	for i, o := range ops {
-		rows[i] = benchRow{key: o.key, op: o.op, stats: sts[i], ref: o.ref, goal: o.goal}
-	}
-	return rows, nil
-}

@@ -27,7 +27,7 @@ func TestPlainFilesAreCached(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	reads := e.ops("read")
+	reads, opens := e.ops("read"), e.ops("open")
 	for range 10 {
 		if err := cat(); err != nil {
 			t.Fatal(err)
@@ -35,6 +35,9 @@ func TestPlainFilesAreCached(t *testing.T) {
 	}
 	if n := e.ops("read") - reads; n != 0 {
 		t.Errorf("10 cats of an unchanged plain file made %d Treads, want 0 (page cache)", n)
+	}
+	if n := e.ops("open") - opens; n != 0 {
+		t.Errorf("10 cats of an unchanged plain file made %d Topens, want 0 (a Tstat checks the cache)", n)
 	}
 	time.Sleep(100 * time.Millisecond) // clunks are not waited for
 	if n := open() - before; n > 2 {

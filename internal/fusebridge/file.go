@@ -24,10 +24,13 @@ type handle struct {
 	paged bool
 
 	// mu guards fid and sess. After a reconnect the fid is stale, and the
-	// next request opens the file again (without OTRUNC).
-	mu   sync.Mutex
-	fid  *client.Fid
-	sess *session
+	// next request opens the file again (without OTRUNC); so does the
+	// first read of a handle openCached made without a fid. openMu
+	// serializes those opens.
+	mu     sync.Mutex
+	openMu sync.Mutex
+	fid    *client.Fid
+	sess   *session
 }
 
 var (
@@ -54,8 +57,12 @@ func openMode(flags uint32) uint8 {
 	return mode
 }
 
-// Open clones the node's fid and opens the clone.
+// Open opens a spare fid of the node (see fids.go), or, to read a plain
+// file, may only stat it (see openCached).
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	if h, fl, ok := n.openCached(ctx, flags); ok {
+		return h, fl | fuse.FOPEN_NOFLUSH, 0
+	}
 	h := &handle{n: n, mode: openMode(flags) &^ plan9.OTRUNC, append: flags&syscall.O_APPEND != 0}
 	if err := h.open(ctx, openMode(flags)); err != nil {
 		return nil, 0, n.b.errno("open", n.path(), err)
@@ -63,32 +70,6 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	flags = n.cacheFlags(h.fid.Qid())
 	h.paged = flags&fuse.FOPEN_DIRECT_IO == 0
 	return h, flags | fuse.FOPEN_NOFLUSH, 0
-}
-
-// cacheFlags decides, at open, how the kernel may cache the file whose
-// current qid is q. Synthetic and append-only files get direct I/O, so
-// every read(2) is a Tread: they have no meaningful size, change behind
-// the kernel's back, or block. A plain file keeps its page cache only if
-// its Qid.Vers is the one the cache was filled at (close-to-open
-// consistency, as in NFS); if the attributes the kernel holds are older
-// than q, they are invalidated so the next read sees the new size.
-func (n *node) cacheFlags(q plan9.Qid) uint32 {
-	n.mu.Lock()
-	plain := n.plain && q.Type&plan9.QTAPPEND == 0
-	keep := n.pageOK && n.pageVers == q.Vers
-	staleAttr := n.attrVers != q.Vers
-	n.pageOK, n.pageVers = plain, q.Vers
-	n.mu.Unlock()
-	switch {
-	case !plain:
-		return fuse.FOPEN_DIRECT_IO
-	case keep:
-		return fuse.FOPEN_KEEP_CACHE
-	}
-	if staleAttr {
-		n.NotifyContent(-1, 0) // attributes only; pages go with !KEEP_CACHE
-	}
-	return 0
 }
 
 // open (re)establishes h.fid with mode.
@@ -114,13 +95,37 @@ func (h *handle) open1(ctx context.Context, mode uint8) error {
 	})
 }
 
-// opened returns the open fid, opening the file again if the connection
-// was re-established since.
-func (h *handle) opened(ctx context.Context) (*client.Fid, error) {
+// live returns the open fid if it belongs to the current connection.
+func (h *handle) live() *client.Fid {
 	h.mu.Lock()
 	f, s := h.fid, h.sess
 	h.mu.Unlock()
 	if s != nil && !s.dead() && s == h.n.b.cur.Load() {
+		return f
+	}
+	return nil
+}
+
+// lazy reports whether the handle has not opened its file yet (see
+// openCached): fstat then stats the node, rather than opening the file
+// only to stat it.
+func (h *handle) lazy() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sess == nil
+}
+
+// opened returns the open fid, opening the file again if the connection
+// was re-established since.
+func (h *handle) opened(ctx context.Context) (*client.Fid, error) {
+	if f := h.live(); f != nil {
+		return f, nil
+	}
+	// One open at a time: two reads racing to open would leave a fid
+	// that nothing clunks.
+	h.openMu.Lock()
+	defer h.openMu.Unlock()
+	if f := h.live(); f != nil {
 		return f, nil
 	}
 	if err := h.open(ctx, h.mode); err != nil {
@@ -149,23 +154,6 @@ func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadRes
 		return nil, h.n.b.errno("read", h.n.path(), err)
 	}
 	return fuse.ReadResultData(dest[:n]), 0
-}
-
-// readPaged fills p from off with as many Treads as the message size
-// needs (the kernel may ask for more than one carries), stopping at the
-// first short one: a server returns less than asked of a plain file only
-// at its end, so another Tread just to meet the end would be wasted.
-func readPaged(ctx context.Context, f *client.Fid, p []byte, off int64) (int, error) {
-	n := 0
-	for n < len(p) {
-		want := min(len(p)-n, int(f.Iounit()))
-		m, err := f.Read(ctx, p[n:n+want], off+int64(n))
-		n += m
-		if err != nil || m < want {
-			return n, err
-		}
-	}
-	return n, nil
 }
 
 // Write is one or more Twrites, sent now; their error is the write's.

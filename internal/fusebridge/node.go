@@ -80,7 +80,7 @@ func (n *node) newChild(ctx context.Context, name string, d *plan9.Dir, f *clien
 		// name: go-fuse drops this node for the one it has. Its fid is
 		// then clunked when the node is collected (a fid the node clunked
 		// itself, at forget or replacement, is not clunked twice).
-		runtime.AddCleanup(child, func(f *client.Fid) { f.Clunk(context.Background()) }, f)
+		runtime.AddCleanup(child, func(f *client.Fid) { go f.Clunk(context.Background()) }, f)
 	}
 	return n.NewInode(ctx, child, fs.StableAttr{Mode: fileType(d), Ino: ino})
 }
@@ -160,7 +160,7 @@ func (n *node) stat(ctx context.Context, fh fs.FileHandle) (*plan9.Dir, error) {
 }
 
 func (n *node) stat1(ctx context.Context, fh fs.FileHandle) (*plan9.Dir, error) {
-	if h, ok := fh.(*handle); ok {
+	if h, ok := fh.(*handle); ok && !h.lazy() {
 		if f, err := h.opened(ctx); err == nil {
 			// An open file renamed since no longer stats by its old
 			// name; its node knows the new one.
