@@ -112,11 +112,10 @@ func clunk(s *session, fids ...*client.Fid) {
 // the spare if there is one, else a clone made now. Either way it walks
 // the next spare in the background.
 func (n *node) openable(ctx context.Context, nf *client.Fid, s *session) (*client.Fid, error) {
+	var f *client.Fid
 	n.mu.Lock()
-	f := n.spare
-	n.spare = nil
-	if n.fid != nf || n.sess != s {
-		f = nil // a spare of another fid; dropped with it
+	if n.fid == nf && n.sess == s { // else nf was replaced meanwhile
+		f, n.spare = n.spare, nil
 	}
 	n.mu.Unlock()
 	go n.refill(nf, s)
@@ -128,6 +127,12 @@ func (n *node) openable(ctx context.Context, nf *client.Fid, s *session) (*clien
 
 // refill walks a spare from nf, unless the node has one or moved on.
 func (n *node) refill(nf *client.Fid, s *session) {
+	n.mu.Lock()
+	done := n.spare != nil || n.fid != nf || n.sess != s
+	n.mu.Unlock()
+	if done {
+		return
+	}
 	f, err := nf.Walk(context.Background())
 	if err != nil {
 		return
