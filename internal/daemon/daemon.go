@@ -36,6 +36,8 @@ type Options struct {
 	Extra []tree.Entry
 	// Counters are extra stats/ files.
 	Counters []ns.Counter
+	// Msize is the largest 9P message offered; 0 means ninep.DefaultMsize.
+	Msize uint32
 }
 
 // Daemon is a running server.
@@ -103,6 +105,7 @@ func Start(cfg *config.Config, o Options) (*Daemon, error) {
 	d.NS = nsp
 	d.OnClose(func() { nsp.Close() })
 	d.Server = ninep.New(nsp.Root)
+	d.Server.Msize = o.Msize
 
 	l, err := listenUnix(cfg.Socket)
 	if err != nil {

@@ -32,15 +32,6 @@ func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
 // synthetic ones) are left alone rather than failing cp -p, touch or
 // sed -i; a refused length change is an error, since data would be wrong.
 func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	f, _, err := n.walked(ctx)
-	if err != nil {
-		return n.b.errno("wstat", n.path(), err)
-	}
-	if size, ok := in.GetSize(); ok {
-		if err := n.truncate(ctx, f, size); err != nil {
-			return n.b.errno("truncate", n.path(), err)
-		}
-	}
 	var d plan9.Dir
 	d.Null()
 	if mode, ok := in.GetMode(); ok {
@@ -52,10 +43,35 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 	if mtime, ok := in.GetMTime(); ok {
 		d.Mtime = uint32(mtime.Unix())
 	}
-	if !d.IsNull() {
-		if err := f.Wstat(ctx, &d); err != nil && !ignorable(err) {
-			return n.b.errno("wstat", n.path(), err)
+	size, truncate := in.GetSize()
+	if h, ok := fh.(*handle); ok && truncate {
+		// ftruncate: the open file serves it (a validated file
+		// truncates its pending content, not the file on disk).
+		f, err := h.opened(ctx)
+		if err == nil {
+			err = n.truncate(ctx, f, size)
 		}
+		if err != nil {
+			return n.b.errno("truncate", n.path(), err)
+		}
+		truncate = false
+	}
+	err := n.withFid(ctx, func(f *client.Fid, _ *session) error {
+		if truncate {
+			if err := n.truncate(ctx, f, size); err != nil {
+				return err
+			}
+		}
+		if d.IsNull() {
+			return nil
+		}
+		if err := f.Wstat(ctx, &d); err != nil && !ignorable(err) {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return n.b.errno("wstat", n.path(), err)
 	}
 	return n.Getattr(ctx, fh, out)
 }
@@ -90,11 +106,11 @@ func (n *node) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) syscal
 	var err error
 	if h, ok := fh.(*handle); ok {
 		f, err = h.opened(ctx)
+		if err == nil {
+			err = f.Sync(ctx)
+		}
 	} else {
-		f, _, err = n.walked(ctx)
-	}
-	if err == nil {
-		err = f.Sync(ctx)
+		err = n.withFid(ctx, func(f *client.Fid, _ *session) error { return f.Sync(ctx) })
 	}
 	return n.b.errno("fsync", n.path(), err)
 }

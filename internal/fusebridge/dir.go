@@ -40,19 +40,20 @@ func (n *node) readDir(ctx context.Context) ([]*plan9.Dir, error) {
 }
 
 func (n *node) readDir1(ctx context.Context) ([]*plan9.Dir, error) {
-	nf, _, err := n.walked(ctx)
-	if err != nil {
-		return nil, err
-	}
-	f, err := nf.Walk(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Clunk(ctx)
-	if err := f.Open(ctx, plan9.OREAD); err != nil {
-		return nil, err
-	}
-	return f.DirreadAll(ctx)
+	var dirs []*plan9.Dir
+	err := n.withFid(ctx, func(nf *client.Fid, s *session) error {
+		f, err := n.openable(ctx, nf, s)
+		if err != nil {
+			return err
+		}
+		defer clunk(s, f)
+		if err := f.Open(ctx, plan9.OREAD); err != nil {
+			return err
+		}
+		dirs, err = f.DirreadAll(ctx)
+		return err
+	})
+	return dirs, err
 }
 
 func (h *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
@@ -75,7 +76,7 @@ func (h *dirHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 	for _, d := range h.dirs {
 		if d.Name == name {
 			h.n.b.fillEntry(d, out)
-			return h.n.newChild(ctx, d, nil, nil), 0
+			return h.n.newChild(ctx, name, d, nil, nil), 0
 		}
 	}
 	return h.n.Lookup(ctx, name, out)
@@ -85,33 +86,36 @@ func (h *dirHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 // fid cannot be walked from, so the new node gets its own fid lazily.
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	p := join(n.path(), name)
-	pf, _, err := n.walked(ctx)
+	var d *plan9.Dir
+	err := n.withFid(ctx, func(pf *client.Fid, _ *session) error {
+		f, err := pf.Walk(ctx)
+		if err != nil {
+			return err
+		}
+		defer f.Clunk(ctx)
+		if err := f.Create(ctx, name, plan9.DMDIR|plan9.Perm(mode&0777), plan9.OREAD); err != nil {
+			return err
+		}
+		if d, err = f.Stat(ctx); err != nil {
+			d = &plan9.Dir{Qid: f.Qid(), Mode: plan9.DMDIR | plan9.Perm(mode&0777), Name: name}
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, n.b.errno("mkdir", p, err)
-	}
-	f, err := pf.Walk(ctx)
-	if err != nil {
-		return nil, n.b.errno("mkdir", p, err)
-	}
-	defer f.Clunk(ctx)
-	if err := f.Create(ctx, name, plan9.DMDIR|plan9.Perm(mode&0777), plan9.OREAD); err != nil {
-		return nil, n.b.errno("mkdir", p, err)
-	}
-	d, err := f.Stat(ctx)
-	if err != nil {
-		d = &plan9.Dir{Qid: f.Qid(), Mode: plan9.DMDIR | plan9.Perm(mode&0777), Name: name}
 	}
 	n.b.fillEntry(d, out)
-	return n.newChild(ctx, d, nil, nil), 0
+	return n.newChild(ctx, name, d, nil, nil), 0
 }
 
 // child walks to name in n; the caller clunks the fid unless it removes it.
 func (n *node) child(ctx context.Context, name string) (*client.Fid, error) {
-	pf, _, err := n.walked(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return pf.Walk(ctx, name)
+	var f *client.Fid
+	err := n.withFid(ctx, func(pf *client.Fid, _ *session) (err error) {
+		f, err = pf.Walk(ctx, name)
+		return err
+	})
+	return f, err
 }
 
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
@@ -179,7 +183,16 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 		}
 		err = f.Wstat(ctx, &d)
 	}
-	return n.b.errno("rename", p, err)
+	if err == nil {
+		dropFids(n.GetChild(name))
+	}
+	eno := n.b.errno("rename", p, err)
+	if eno == syscall.EINVAL {
+		// A refused name. mv reads EINVAL from rename(2) as "cannot move
+		// a directory into itself", which would mislead.
+		eno = syscall.EPERM
+	}
+	return eno
 }
 
 // renameNoReplace is renameat2's RENAME_NOREPLACE, which go-fuse does not

@@ -19,12 +19,18 @@ type handle struct {
 	n      *node
 	mode   uint8 // 9P open mode, without OTRUNC
 	append bool  // O_APPEND: write at the end, whatever the kernel thinks it is
+	// paged: the kernel reads through its page cache, and takes a short
+	// read for the end of the file (and shrinks the file to it).
+	paged bool
 
 	// mu guards fid and sess. After a reconnect the fid is stale, and the
-	// next request opens the file again (without OTRUNC).
-	mu   sync.Mutex
-	fid  *client.Fid
-	sess *session
+	// next request opens the file again (without OTRUNC); so does the
+	// first read of a handle openCached made without a fid. openMu
+	// serializes those opens.
+	mu     sync.Mutex
+	openMu sync.Mutex
+	fid    *client.Fid
+	sess   *session
 }
 
 var (
@@ -51,39 +57,19 @@ func openMode(flags uint32) uint8 {
 	return mode
 }
 
-// Open clones the node's fid and opens the clone.
+// Open opens a spare fid of the node (see fids.go), or, to read a plain
+// file, may only stat it (see openCached).
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	if h, fl, ok := n.openCached(ctx, flags); ok {
+		return h, fl | fuse.FOPEN_NOFLUSH, 0
+	}
 	h := &handle{n: n, mode: openMode(flags) &^ plan9.OTRUNC, append: flags&syscall.O_APPEND != 0}
 	if err := h.open(ctx, openMode(flags)); err != nil {
 		return nil, 0, n.b.errno("open", n.path(), err)
 	}
-	return h, n.cacheFlags(h.fid.Qid()), 0
-}
-
-// cacheFlags decides, at open, how the kernel may cache the file whose
-// current qid is q. Synthetic and append-only files get direct I/O, so
-// every read(2) is a Tread: they have no meaningful size, change behind
-// the kernel's back, or block. A plain file keeps its page cache only if
-// its Qid.Vers is the one the cache was filled at (close-to-open
-// consistency, as in NFS); if the attributes the kernel holds are older
-// than q, they are invalidated so the next read sees the new size.
-func (n *node) cacheFlags(q plan9.Qid) uint32 {
-	n.mu.Lock()
-	plain := n.plain && q.Type&plan9.QTAPPEND == 0
-	keep := n.pageOK && n.pageVers == q.Vers
-	staleAttr := n.attrVers != q.Vers
-	n.pageOK, n.pageVers = plain, q.Vers
-	n.mu.Unlock()
-	switch {
-	case !plain:
-		return fuse.FOPEN_DIRECT_IO
-	case keep:
-		return fuse.FOPEN_KEEP_CACHE
-	}
-	if staleAttr {
-		n.NotifyContent(-1, 0) // attributes only; pages go with !KEEP_CACHE
-	}
-	return 0
+	flags = n.cacheFlags(h.fid.Qid())
+	h.paged = flags&fuse.FOPEN_DIRECT_IO == 0
+	return h, flags | fuse.FOPEN_NOFLUSH, 0
 }
 
 // open (re)establishes h.fid with mode.
@@ -93,31 +79,53 @@ func (h *handle) open(ctx context.Context, mode uint8) error {
 }
 
 func (h *handle) open1(ctx context.Context, mode uint8) error {
-	nf, s, err := h.n.walked(ctx)
-	if err != nil {
-		return err
-	}
-	f, err := nf.Walk(ctx)
-	if err != nil {
-		return err
-	}
-	if err := f.Open(ctx, mode); err != nil {
-		f.Clunk(ctx)
-		return err
-	}
+	return h.n.withFid(ctx, func(nf *client.Fid, s *session) error {
+		f, err := h.n.openable(ctx, nf, s)
+		if err != nil {
+			return err
+		}
+		if err := f.Open(ctx, mode); err != nil {
+			f.Clunk(ctx)
+			return err
+		}
+		h.mu.Lock()
+		h.fid, h.sess = f, s
+		h.mu.Unlock()
+		return nil
+	})
+}
+
+// live returns the open fid if it belongs to the current connection.
+func (h *handle) live() *client.Fid {
 	h.mu.Lock()
-	h.fid, h.sess = f, s
+	f, s := h.fid, h.sess
 	h.mu.Unlock()
+	if s != nil && !s.dead() && s == h.n.b.cur.Load() {
+		return f
+	}
 	return nil
+}
+
+// lazy reports whether the handle has not opened its file yet (see
+// openCached): fstat then stats the node, rather than opening the file
+// only to stat it.
+func (h *handle) lazy() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sess == nil
 }
 
 // opened returns the open fid, opening the file again if the connection
 // was re-established since.
 func (h *handle) opened(ctx context.Context) (*client.Fid, error) {
-	h.mu.Lock()
-	f, s := h.fid, h.sess
-	h.mu.Unlock()
-	if s != nil && !s.dead() && s == h.n.b.cur.Load() {
+	if f := h.live(); f != nil {
+		return f, nil
+	}
+	// One open at a time: two reads racing to open would leave a fid
+	// that nothing clunks.
+	h.openMu.Lock()
+	defer h.openMu.Unlock()
+	if f := h.live(); f != nil {
 		return f, nil
 	}
 	if err := h.open(ctx, h.mode); err != nil {
@@ -128,14 +136,20 @@ func (h *handle) opened(ctx context.Context) (*client.Fid, error) {
 	return h.fid, nil
 }
 
-// Read is one Tread: a short read is passed on as such, so streams and
-// blocking files behave as they do on Plan 9.
+// Read is one Tread on a direct-I/O file: a short read is passed on as
+// such, so streams and blocking files behave as they do on Plan 9. A file
+// read through the page cache is read until dest is full or a Tread comes
+// back short, since there a short read means the end of the file.
 func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	f, err := h.opened(ctx)
 	if err != nil {
 		return nil, h.n.b.errno("read", h.n.path(), err)
 	}
-	n, err := f.Read(ctx, dest, off)
+	read := f.Read
+	if h.paged {
+		read = func(ctx context.Context, p []byte, off int64) (int, error) { return readPaged(ctx, f, p, off) }
+	}
+	n, err := read(ctx, dest, off)
 	if err != nil && err != io.EOF {
 		return nil, h.n.b.errno("read", h.n.path(), err)
 	}
@@ -164,7 +178,9 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 	return uint32(n), 0
 }
 
-// Flush (close(2)) has nothing to do: writes were never deferred.
+// Flush (close(2)) has nothing to do: writes were never deferred. Every
+// open says FOPEN_NOFLUSH, so a kernel that knows it (5.16 and later)
+// spares close(2) the round trip to us.
 func (h *handle) Flush(ctx context.Context) syscall.Errno { return 0 }
 
 // Release clunks the fid. Nothing waits for a release (close(2) returned
@@ -183,17 +199,22 @@ func (h *handle) Release(ctx context.Context) syscall.Errno {
 
 // Create creates and opens name in the directory n.
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
-	pf, s, err := n.walked(ctx)
-	if err != nil {
-		return nil, nil, 0, n.b.errno("create", join(n.path(), name), err)
-	}
-	f, err := pf.Walk(ctx)
-	if err != nil {
-		return nil, nil, 0, n.b.errno("create", join(n.path(), name), err)
-	}
 	omode := openMode(flags) &^ plan9.OTRUNC
-	if err := f.Create(ctx, name, plan9.Perm(mode&0777), omode); err != nil {
-		f.Clunk(ctx)
+	var f *client.Fid
+	var s *session
+	err := n.withFid(ctx, func(pf *client.Fid, ps *session) error {
+		nf, err := pf.Walk(ctx)
+		if err != nil {
+			return err
+		}
+		if err := nf.Create(ctx, name, plan9.Perm(mode&0777), omode); err != nil {
+			nf.Clunk(ctx)
+			return err
+		}
+		f, s = nf, ps
+		return nil
+	})
+	if err != nil {
 		if errs.Is(err, errs.Exist) && flags&syscall.O_EXCL == 0 {
 			return nil, nil, 0, syscall.EEXIST
 		}
@@ -205,8 +226,8 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	}
 	n.b.fillEntry(d, out)
 	h := &handle{mode: omode, append: flags&syscall.O_APPEND != 0, fid: f, sess: s}
-	ch := n.newChild(ctx, d, nil, nil)
+	ch := n.newChild(ctx, name, d, nil, nil)
 	h.n = ch.Operations().(*node)
 	// A new file is empty, so plain it is not: direct I/O, no cache.
-	return ch, h, h.n.cacheFlags(f.Qid()), 0
+	return ch, h, h.n.cacheFlags(f.Qid()) | fuse.FOPEN_NOFLUSH, 0
 }

@@ -2,6 +2,7 @@ package fusebridge
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"ollie.dev/ollie/internal/errs"
 	"ollie.dev/ollie/internal/ninep/client"
 )
 
@@ -18,11 +20,13 @@ type node struct {
 	fs.Inode
 	b *bridge
 
-	// mu guards fid and sess: a walked, never-opened fid for this node
-	// (nil until first needed) and the session it belongs to.
-	mu   sync.Mutex
-	fid  *client.Fid
-	sess *session
+	// mu guards fid, spare and sess: a walked, never-opened fid for this
+	// node (nil until first needed), a clone of it ready to be opened
+	// (see fids.go), and the session they belong to.
+	mu    sync.Mutex
+	fid   *client.Fid
+	spare *client.Fid
+	sess  *session
 
 	// Also guarded by mu: what the kernel may have cached. attrVers is
 	// the Qid.Vers of the attributes last given to the kernel, pageVers
@@ -52,75 +56,33 @@ var (
 // path returns the node's slash-separated path from the root of the tree.
 func (n *node) path() string { return n.Path(n.Root()) }
 
-// walked returns the node's fid in the current session, walking to the
-// node's path if it has none or only a stale one.
-func (n *node) walked(ctx context.Context) (*client.Fid, *session, error) {
-	s, err := n.b.session(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	n.mu.Lock()
-	if n.sess == s && n.fid != nil {
-		f := n.fid
-		n.mu.Unlock()
-		return f, s, nil
-	}
-	n.mu.Unlock()
-	var f *client.Fid
-	if n.IsRoot() {
-		f = s.root
-	} else if f, err = s.root.Walk(ctx, client.SplitPath(n.path())...); err != nil {
-		return nil, nil, err
-	}
-	n.setFid(f, s)
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.fid, s, nil
-}
-
-// setFid makes f, of session s, the node's fid, unless a concurrent walk
-// got there first.
-func (n *node) setFid(f *client.Fid, s *session) {
-	n.mu.Lock()
-	if n.sess == s && n.fid != nil {
-		n.mu.Unlock()
-		if f != s.root && f != n.fid {
-			f.Clunk(context.Background())
+// newChild returns the inode for the file with directory entry d, called
+// name in n. go-fuse keeps one inode per inode number, but picks the one
+// it has only after Lookup returns, dropping a new node made meanwhile:
+// the stat (for caching) and the fresh fid f would reach a node nobody
+// uses. So a node that is already n's child by that name is updated and
+// returned instead. f, if not nil, is a fid for the file in session s.
+func (n *node) newChild(ctx context.Context, name string, d *plan9.Dir, f *client.Fid, s *session) *fs.Inode {
+	ino := qidIno(d.Qid)
+	if ch := n.GetChild(name); ch != nil && ch.StableAttr().Ino == ino && ch.StableAttr().Mode == fileType(d) {
+		if cn, ok := ch.Operations().(*node); ok {
+			if f != nil {
+				cn.replaceFid(f, s)
+			}
+			cn.noteStat(d)
+			return ch
 		}
-		return
 	}
-	// An old fid belongs to a dead connection: nothing to clunk.
-	n.fid, n.sess = f, s
-	n.mu.Unlock()
-}
-
-// OnForget clunks the fid once the kernel has forgotten the node.
-func (n *node) OnForget() {
-	n.mu.Lock()
-	f, s := n.fid, n.sess
-	n.fid, n.sess = nil, nil
-	n.mu.Unlock()
-	if f != nil && s != nil && f != s.root && !s.dead() {
-		go f.Clunk(context.Background())
-	}
-}
-
-// newChild returns the inode for a file with directory entry d, reached
-// from n by name, reusing the inode if the qid is already known. f, if not
-// nil, is a fid for it in session s.
-func (n *node) newChild(ctx context.Context, d *plan9.Dir, f *client.Fid, s *session) *fs.Inode {
-	child := &node{b: n.b}
+	child := &node{b: n.b, fid: f, sess: s}
+	child.noteStat(d)
 	if f != nil {
-		child.fid, child.sess = f, s
+		// A file renamed behind the mount's back is known under another
+		// name: go-fuse drops this node for the one it has. Its fid is
+		// then clunked when the node is collected (a fid the node clunked
+		// itself, at forget or replacement, is not clunked twice).
+		runtime.AddCleanup(child, func(f *client.Fid) { go f.Clunk(context.Background()) }, f)
 	}
-	ch := n.NewInode(ctx, child, fs.StableAttr{Mode: fileType(d), Ino: qidIno(d.Qid)})
-	cn := ch.Operations().(*node)
-	if cn != child && f != nil {
-		// The inode already existed; keep its fid, or give it ours.
-		cn.setFid(f, s)
-	}
-	cn.noteStat(d)
-	return ch
+	return n.NewInode(ctx, child, fs.StableAttr{Mode: fileType(d), Ino: ino})
 }
 
 // plain reports whether a file's content may be cached by the kernel: it
@@ -160,21 +122,25 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 
 // lookup returns the error too, so a dead connection can be retried.
 func (n *node) lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno, error) {
-	pf, s, err := n.walked(ctx)
-	if err != nil {
-		return nil, n.b.errno("walk", n.path(), err), err
-	}
-	f, err := pf.Walk(ctx, name)
+	var ino *fs.Inode
+	err := n.withFid(ctx, func(pf *client.Fid, s *session) error {
+		f, err := pf.Walk(ctx, name)
+		if err != nil {
+			return err
+		}
+		d, err := f.Stat(ctx)
+		if err != nil {
+			f.Clunk(ctx)
+			return err
+		}
+		n.b.fillEntry(d, out)
+		ino = n.newChild(ctx, name, d, f, s)
+		return nil
+	})
 	if err != nil {
 		return nil, n.b.errno("walk", join(n.path(), name), err), err
 	}
-	d, err := f.Stat(ctx)
-	if err != nil {
-		f.Clunk(ctx)
-		return nil, n.b.errno("stat", join(n.path(), name), err), err
-	}
-	n.b.fillEntry(d, out)
-	return n.newChild(ctx, d, f, s), 0, nil
+	return ino, 0, nil
 }
 
 // Getattr stats the open file if there is one, else the node.
@@ -194,16 +160,21 @@ func (n *node) stat(ctx context.Context, fh fs.FileHandle) (*plan9.Dir, error) {
 }
 
 func (n *node) stat1(ctx context.Context, fh fs.FileHandle) (*plan9.Dir, error) {
-	if h, ok := fh.(*handle); ok {
+	if h, ok := fh.(*handle); ok && !h.lazy() {
 		if f, err := h.opened(ctx); err == nil {
-			return f.Stat(ctx)
+			// An open file renamed since no longer stats by its old
+			// name; its node knows the new one.
+			if d, err := f.Stat(ctx); !errs.Is(err, errs.NotExist) {
+				return d, err
+			}
 		}
 	}
-	f, _, err := n.walked(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return f.Stat(ctx)
+	var d *plan9.Dir
+	err := n.withFid(ctx, func(f *client.Fid, _ *session) (err error) {
+		d, err = f.Stat(ctx)
+		return err
+	})
+	return d, err
 }
 
 func join(dir, name string) string {

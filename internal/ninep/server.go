@@ -6,6 +6,7 @@
 package ninep
 
 import (
+	"bufio"
 	"context"
 	"io"
 	"log"
@@ -29,8 +30,10 @@ type Server struct {
 	Trace io.Writer // protocol trace, for debugging
 }
 
-// DefaultMsize lets a read or write move 64 KiB in one message.
-const DefaultMsize = 64*1024 + plan9.IOHDRSZ
+// DefaultMsize lets a read or write move 128 KiB in one message: as much
+// as one FUSE read or write, so that the mount turns each into one Tread
+// or Twrite.
+const DefaultMsize = 128*1024 + plan9.IOHDRSZ
 
 // New returns a server for root.
 func New(root tree.Dir) *Server { return &Server{root: root} }
@@ -75,7 +78,17 @@ func (s *Server) ServeConn(in io.ReadCloser, out io.WriteCloser) {
 		Clunk:  s.clunk,
 		Sync:   s.sync,
 	}
-	srv.Serve(in, out)
+	// srv9p reads a message's size, then the rest: two reads per request
+	// unless buffered. A buffer also takes several pipelined requests in
+	// one read.
+	srv.Serve(bufferedReader{bufio.NewReaderSize(in, 16*1024), in}, out)
+}
+
+// bufferedReader reads through a bufio.Reader and closes the underlying
+// reader.
+type bufferedReader struct {
+	*bufio.Reader
+	io.Closer
 }
 
 func (s *Server) attach(ctx context.Context, fid, afid *srv9p.Fid, user, aname string) (plan9.Qid, error) {
@@ -99,7 +112,7 @@ func (s *Server) walk(ctx context.Context, fid, newfid *srv9p.Fid, names []strin
 	path := append(make([]tree.Node, 0, len(old.path)+len(names)), old.path...)
 	qids := make([]plan9.Qid, 0, len(names))
 	for _, name := range names {
-		next, err := step(path, name)
+		next, st, stated, err := step(path, name)
 		if err != nil {
 			if len(qids) == 0 {
 				return nil, err
@@ -113,7 +126,9 @@ func (s *Server) walk(ctx context.Context, fid, newfid *srv9p.Fid, names []strin
 		} else {
 			path = append(path, next)
 		}
-		st, err := path[len(path)-1].Stat()
+		if !stated {
+			st, err = path[len(path)-1].Stat()
+		}
 		if err != nil {
 			if len(qids) == 0 {
 				return nil, err
@@ -126,22 +141,29 @@ func (s *Server) walk(ctx context.Context, fid, newfid *srv9p.Fid, names []strin
 	return qids, nil
 }
 
-func step(path []tree.Node, name string) (tree.Node, error) {
+// step walks one name from the last node of path. It returns the child's
+// stat too (stated) if the directory learnt it on the way (tree.StatWalker).
+func step(path []tree.Node, name string) (n tree.Node, st plan9.Dir, stated bool, err error) {
 	cur := path[len(path)-1]
 	d, ok := cur.(tree.Dir)
 	if !ok {
-		return nil, errs.E(errs.NotDir, name)
+		return nil, st, false, errs.E(errs.NotDir, name)
 	}
 	switch name {
 	case "..":
 		if len(path) > 1 {
-			return path[len(path)-2], nil
+			return path[len(path)-2], st, false, nil
 		}
-		return cur, nil
+		return cur, st, false, nil
 	case ".", "":
-		return nil, errs.E(errs.NotExist, "bad path element "+quote(name))
+		return nil, st, false, errs.E(errs.NotExist, "bad path element "+quote(name))
 	}
-	return d.Walk(name)
+	if sw, ok := d.(tree.StatWalker); ok {
+		n, st, err = sw.WalkStat(name)
+		return n, st, err == nil, err
+	}
+	n, err = d.Walk(name)
+	return n, st, false, err
 }
 
 func quote(s string) string { return "\"" + s + "\"" }

@@ -138,26 +138,59 @@ func (h *followHandle) Close() error {
 	return nil
 }
 
-// fileHandle serves a file on disk read-only (chat).
-type fileHandle struct{ f *os.File }
+// fileHandle serves a log on disk read-only (chat, context). A new
+// session has no chat file yet: it is opened by the first read that finds
+// it, so tail -f of a fresh session's chat sees what comes instead of an
+// empty file forever.
+type fileHandle struct {
+	path string
+	mu   sync.Mutex
+	f    *os.File // nil until the file exists
+}
 
 func openFileHandle(path string) (tree.Handle, error) {
-	f, err := os.Open(path)
-	if os.IsNotExist(err) {
-		return &tree.Snapshot{}, nil
-	}
-	if err != nil {
+	h := &fileHandle{path: path}
+	if _, err := h.file(); err != nil {
 		return nil, err
 	}
-	return &fileHandle{f}, nil
+	return h, nil
+}
+
+func (h *fileHandle) file() (*os.File, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.f == nil {
+		f, err := os.Open(h.path)
+		if os.IsNotExist(err) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		h.f = f
+	}
+	return h.f, nil
 }
 
 func (h *fileHandle) ReadAt(_ context.Context, p []byte, off int64) (int, error) {
-	n, err := h.f.ReadAt(p, off)
+	f, err := h.file()
+	if f == nil {
+		return 0, err
+	}
+	n, err := f.ReadAt(p, off)
 	if err == io.EOF {
 		err = nil
 	}
 	return n, err
 }
+
 func (h *fileHandle) WriteAt(context.Context, []byte, int64) (int, error) { return 0, errReadOnly }
-func (h *fileHandle) Close() error                                        { return h.f.Close() }
+
+func (h *fileHandle) Close() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.f != nil {
+		return h.f.Close()
+	}
+	return nil
+}

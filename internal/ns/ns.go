@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"9fans.net/go/plan9"
@@ -104,8 +105,11 @@ func Build(o Options) (*NS, error) {
 	fs := &tree.FS{Qids: tree.NewQids(), Uid: o.Uid, Mtime: uint32(o.Start.Unix())}
 	n := &NS{FS: fs}
 	root := fs.NewRoot(0555)
+	// The tables are complete once Build returns, so help is rendered at
+	// the first read and kept: rendering it is most of the cost of a cat.
+	help := sync.OnceValue(func() []byte { return renderHelp(root) })
 	root.Add(tree.Entry{Name: "help", Mode: "r", Doc: "How to use the tree (this file), generated from the tables that define it.",
-		Node: fs.Text("help", func() ([]byte, error) { return renderHelp(root), nil })})
+		Node: fs.Text("help", func() ([]byte, error) { return help(), nil })})
 	root.Add(tree.Entry{Name: "backends", Mode: "r", Doc: "One line per backend: name kind base-url default-model (never keys).",
 		Node: fs.Text("backends", func() ([]byte, error) { return renderBackends(c.Backends), nil })})
 	for _, d := range diskDirs {

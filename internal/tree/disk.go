@@ -76,28 +76,34 @@ func (d *DiskDir) Stat() (plan9.Dir, error) {
 }
 
 func (d *DiskDir) Walk(name string) (Node, error) {
+	n, _, err := d.WalkStat(name)
+	return n, err
+}
+
+func (d *DiskDir) WalkStat(name string) (Node, plan9.Dir, error) {
 	if d.top() {
 		for _, e := range d.pol.Synth {
 			if e.Name == name {
-				return e.Node, nil
+				st, err := e.Node.Stat()
+				return e.Node, st, err
 			}
 		}
 	}
 	if !walkable(name) {
-		return nil, errs.E(errs.NotExist, name)
+		return nil, plan9.Dir{}, errs.E(errs.NotExist, name)
 	}
 	rel := d.child(name)
 	fi, err := d.root.Stat(rel)
 	if err != nil {
-		return nil, diskErr(name, err)
+		return nil, plan9.Dir{}, diskErr(name, err)
 	}
 	if fi.IsDir() {
-		return &DiskDir{fs: d.fs, root: d.root, rel: rel, name: name, pol: d.pol}, nil
+		return &DiskDir{fs: d.fs, root: d.root, rel: rel, name: name, pol: d.pol}, d.fs.diskStat(name, fi, d.pol), nil
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, errs.E(errs.Permission, name+": not a regular file")
+		return nil, plan9.Dir{}, errs.E(errs.Permission, name+": not a regular file")
 	}
-	return &DiskFile{dir: d, rel: rel, name: name}, nil
+	return &DiskFile{dir: d, rel: rel, name: name}, d.fs.diskStat(name, fi, d.pol), nil
 }
 
 func (d *DiskDir) List() ([]plan9.Dir, error) {

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"9fans.net/go/plan9"
@@ -143,12 +144,36 @@ type diskHandle struct {
 	sync bool
 }
 
+// ReadAt is one pread: a 9P read may return less than asked, and
+// os.File.ReadAt would make a second pread to learn of the end of a small
+// file.
 func (h *diskHandle) ReadAt(_ context.Context, p []byte, off int64) (int, error) {
-	n, err := h.f.ReadAt(p, off)
-	if err == io.EOF {
-		err = nil
+	n, err := pread(h.f, p, off)
+	if err != nil {
+		return 0, diskErr(path.Base(h.f.Name()), err)
 	}
-	return n, err
+	return n, nil
+}
+
+// pread reads once at off, through the file's raw connection so that a
+// concurrent Close cannot recycle the descriptor under the read.
+func pread(f *os.File, p []byte, off int64) (n int, err error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	cerr := rc.Read(func(fd uintptr) bool {
+		for {
+			n, err = syscall.Pread(int(fd), p, off)
+			if err != syscall.EINTR {
+				return true
+			}
+		}
+	})
+	if cerr != nil {
+		return 0, cerr
+	}
+	return max(n, 0), err
 }
 
 func (h *diskHandle) WriteAt(_ context.Context, p []byte, off int64) (int, error) {
@@ -187,6 +212,7 @@ type validHandle struct {
 	f       *os.File
 	buf     []byte
 	created bool // made by this open: removed again if nothing valid lands
+	removed bool // created, then removed by an invalid write
 	landed  bool // some content was committed
 	pending bool // buf holds an unfinished document not yet on disk
 }
@@ -222,6 +248,14 @@ func (h *validHandle) WriteAt(_ context.Context, p []byte, off int64) (int, erro
 	case errors.Is(err, ErrIncomplete):
 		h.pending = true
 	default:
+		if h.created && !h.landed && !h.removed {
+			// `echo garbage > a/new.json` leaves nothing behind, at
+			// once: the clunk that would remove the file comes later,
+			// after the shell has moved on.
+			h.file.dir.root.Remove(h.file.rel)
+			h.file.dir.syncDir()
+			h.removed = true
+		}
 		return 0, err
 	}
 	h.buf = next
@@ -253,15 +287,22 @@ func (h *validHandle) commit(data []byte) error {
 	tmpSeq.n++
 	tmp := d.child(".tmp-" + strconv.Itoa(os.Getpid()) + "-" + strconv.Itoa(tmpSeq.n))
 	tmpSeq.Unlock()
+	perm := os.FileMode(0644)
 	fi, err := d.root.Stat(h.file.rel)
-	if err != nil {
+	switch {
+	case err == nil:
+		perm = fi.Mode().Perm()
+	case !h.removed: // else an invalid write removed the file it created
 		return diskErr(h.file.name, err)
 	}
-	if err := writeSync(d.root, tmp, data, fi.Mode().Perm()); err != nil {
+	if err := writeSync(d.root, tmp, data, perm); err != nil {
 		d.root.Remove(tmp)
 		return diskErr(h.file.name, err)
 	}
-	oldPath := h.file.dir.fs.Qids.pathOf(fi)
+	var oldPath uint64
+	if fi != nil {
+		oldPath = h.file.dir.fs.Qids.pathOf(fi)
+	}
 	if err := d.root.Rename(tmp, h.file.rel); err != nil {
 		d.root.Remove(tmp)
 		return diskErr(h.file.name, err)
@@ -307,7 +348,7 @@ func (h *validHandle) Close() error {
 	if h.pending {
 		log.Printf("%s: unfinished content discarded at close", h.file.rel)
 	}
-	if h.created && !h.landed {
+	if h.created && !h.landed && !h.removed {
 		h.file.dir.root.Remove(h.file.rel)
 	}
 	return h.f.Close()

@@ -26,6 +26,13 @@ type Dir interface {
 	List() ([]plan9.Dir, error)
 }
 
+// StatWalker is a Dir whose walk learns the child's stat anyway (a disk
+// directory stats the name to know what it is). WalkStat returns both, so
+// that a 9P walk costs one stat per name instead of two.
+type StatWalker interface {
+	WalkStat(name string) (Node, plan9.Dir, error)
+}
+
 // File is a node that can be opened for I/O.
 type File interface {
 	Node

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"ollie.dev/ollie/internal/testutil"
+)
+
+// syncBuf is a bytes.Buffer a process may write while the test reads.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// served is an `ollie serve -mount` running as a process of its own.
+type served struct {
+	cmd *exec.Cmd
+	env []string
+	mnt string
+	log *syncBuf
+}
+
+// serveMount runs the ollie binary (this test binary, as TestMain makes
+// it) as `ollie serve -mount DIR` in a fresh home, and waits until the
+// tree is mounted.
+func serveMount(t *testing.T) *served {
+	t.Helper()
+	testutil.RequireFUSE(t)
+	home := t.TempDir()
+	rt, err := os.MkdirTemp("", "ol") // short: a unix socket path has 108 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(rt) })
+	s := &served{mnt: filepath.Join(t.TempDir(), "mnt"), log: &syncBuf{},
+		env: []string{"HOME=" + home, "XDG_RUNTIME_DIR=" + rt, "PATH=" + os.Getenv("PATH"), "LC_ALL=C"}}
+	s.cmd = exec.Command(os.Args[0], "serve", "-mount", s.mnt)
+	s.cmd.Env = append(s.env, "OLLIE_TEST_MAIN=1")
+	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if s.cmd.ProcessState == nil {
+			s.cmd.Process.Kill()
+			s.cmd.Wait()
+			syscall.Unmount(s.mnt, syscall.MNT_DETACH)
+		}
+		if t.Failed() {
+			t.Logf("ollie serve log:\n%s", s.log)
+		}
+	})
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(s.log.String(), "mounted on"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("ollie serve -mount did not mount:\n%s", s.log)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return s
+}
+
+// sh runs a bash script with $M set to the mount point.
+func (s *served) sh(t *testing.T, script string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", script)
+	cmd.Env = append(s.env, "M="+s.mnt)
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("%s: hung", script)
+	}
+	return string(out), err
+}
+
+// TestServeMount runs the real binary's in-process mount: the files a
+// shell sees, an error the daemon explains in its log, the CLI verbs
+// beside the mount, and a clean unmount on SIGINT.
+func TestServeMount(t *testing.T) {
+	s := serveMount(t)
+	out, err := s.sh(t, `ls -l $M; cat $M/help; echo note > $M/m/n; echo more >> $M/m/n; cat $M/m/n; ls $M/s`)
+	if err != nil || !strings.Contains(out, "Memory notes") || !strings.Contains(out, "note\nmore\n") {
+		t.Fatalf("shell through the mount: %v\n%s", err, out)
+	}
+	if out, err := s.sh(t, `echo garbage > $M/a/x.json`); err == nil || !strings.Contains(out, "Invalid argument") {
+		t.Errorf("echo garbage > a/x.json: %v %q", err, out)
+	}
+	if !strings.Contains(s.log.String(), "ollie mount: write /a/x.json: bad request") {
+		t.Errorf("the serve log lacks the daemon's reason")
+	}
+	if out, code := ollie(t, s.env, "", "cat", "m/n"); code != 0 || out != "note\nmore\n" {
+		t.Errorf("ollie cat m/n = %d %q", code, out)
+	}
+
+	s.cmd.Process.Signal(syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() { done <- s.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("ollie serve after SIGINT: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("ollie serve did not stop on SIGINT")
+	}
+	if isMountPoint(s.mnt) {
+		t.Errorf("%s is still mounted after ollie serve stopped", s.mnt)
+	}
+}
