@@ -36,6 +36,10 @@ type benchRow struct {
 	stats bench.Stats
 	ref   string  // key of the row to compare with; "" for none
 	goal  float64 // the largest acceptable ratio to ref; 0 for none
+	// value, when set, is shown instead of the time columns: a measure
+	// that is not a time distribution (bytes, a wall time, a derived
+	// difference), with its own verdict if it has a goal.
+	value string
 }
 
 // A benchOp is an operation to measure into a benchRow.
@@ -175,6 +179,11 @@ func printRows(w io.Writer, section string, rows, all []benchRow) {
 	}
 	fmt.Fprintf(w, "%-12s %-*s %9s %9s %9s %9s  %s\n", section, width, "operation", "mean", "p50", "p99", "max", "mean ratio to, goal")
 	for _, r := range rows {
+		if r.value != "" {
+			pad := width - utf8.RuneCountInString(r.op)
+			fmt.Fprintf(w, "%-12s %s%*s %s\n", r.key, r.op, pad, "", r.value)
+			continue
+		}
 		cmp := ""
 		if i := slices.IndexFunc(all, func(o benchRow) bool { return o.key == r.ref }); r.ref != "" && i >= 0 {
 			x := bench.Ratio(r.stats.Mean, all[i].stats.Mean)

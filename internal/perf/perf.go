@@ -8,7 +8,6 @@ package perf
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -17,6 +16,7 @@ import (
 
 	"ollie.dev/ollie/internal/agent"
 	"ollie.dev/ollie/internal/backend"
+	"ollie.dev/ollie/internal/bench"
 	"ollie.dev/ollie/internal/config"
 	"ollie.dev/ollie/internal/daemon"
 	"ollie.dev/ollie/internal/execute"
@@ -38,7 +38,8 @@ type Env struct {
 
 // Options of an Env.
 type Options struct {
-	Helper string // the ollie executable (sandbox helper)
+	Helper string   // the ollie executable (sandbox helper)
+	Env    []string // added to the environment the helper sees
 	Script *llmtest.Script
 }
 
@@ -73,7 +74,7 @@ func (e *Env) start(o Options) error {
 		return err
 	}
 	e.Config = cfg
-	r, err := e.runner(o.Helper)
+	r, err := e.runner(o.Helper, o.Env)
 	if err != nil {
 		return err
 	}
@@ -84,7 +85,7 @@ func (e *Env) start(o Options) error {
 	return err
 }
 
-func (e *Env) runner(helper string) (*agent.Runner, error) {
+func (e *Env) runner(helper string, env []string) (*agent.Runner, error) {
 	cfg := e.Config
 	var bes []backend.Backend
 	for _, bc := range cfg.Backends {
@@ -95,7 +96,7 @@ func (e *Env) runner(helper string) (*agent.Runner, error) {
 		bes = append(bes, be)
 	}
 	ex, err := execute.New(execute.Options{Helper: helper, Sandbox: cfg.Sandbox, Home: cfg.ConfigDir,
-		Private: execute.PrivatePaths(cfg), Environ: os.Environ()})
+		Private: execute.PrivatePaths(cfg), Environ: append(os.Environ(), env...)})
 	if err != nil {
 		return nil, err
 	}
@@ -125,11 +126,8 @@ func TurnScript() *llmtest.Script {
 	}}
 }
 
-// Stats summarizes durations.
-type Stats struct {
-	N                   int
-	Mean, P50, P99, Max time.Duration
-}
+// Stats are the statistics of a set of durations.
+type Stats = bench.Stats
 
 func summarize(d []time.Duration) Stats {
 	if len(d) == 0 {
@@ -142,20 +140,6 @@ func summarize(d []time.Duration) Stats {
 		sum += x
 	}
 	return Stats{N: len(s), Mean: sum / time.Duration(len(s)), P50: s[len(s)/2], P99: s[len(s)*99/100], Max: s[len(s)-1]}
-}
-
-func (s Stats) String() string {
-	return fmt.Sprintf("mean %s  p50 %s  p99 %s  max %s  (n=%d)", r(s.Mean), r(s.P50), r(s.P99), r(s.Max), s.N)
-}
-
-func r(d time.Duration) string {
-	switch {
-	case d >= time.Second:
-		return d.Round(time.Millisecond).String()
-	case d >= time.Millisecond:
-		return d.Round(10 * time.Microsecond).String()
-	}
-	return d.Round(time.Microsecond).String()
 }
 
 func write(f *client.Fsys, p, data string) error {
