@@ -2,6 +2,7 @@ package ns
 
 import (
 	"context"
+	"log"
 	"strings"
 	"sync"
 
@@ -209,10 +210,15 @@ func (f *fixedQid) Stat() (plan9.Dir, error) {
 	return st, err
 }
 
-// jobClone is an open of b/new or of a session's spawn file.
+// jobClone is an open of b/new or of a session's spawn file. A spec is
+// normally one write, and its error comes back on that write. A long spec
+// (a big prompt) arrives as several writes, each but the last filling a
+// whole 9P message, as for prompts: those are kept, and the job is made
+// by the short write that ends the spec, or else by the read of its id.
 type jobClone struct {
 	make func(text string) (string, error)
 	mu   sync.Mutex
+	buf  []byte // a long spec so far
 	id   string
 	wend int64 // offset just past the write that made the job
 }
@@ -220,6 +226,11 @@ type jobClone struct {
 func (h *jobClone) ReadAt(_ context.Context, p []byte, off int64) (int, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.id == "" && len(h.buf) > 0 {
+		if err := h.makeLocked(); err != nil {
+			return 0, err
+		}
+	}
 	text := "agent=\nmodel=\nbackend=\ncwd=\nparallel=1\n---\nPROMPT\n"
 	if h.id != "" {
 		text = h.id + "\n"
@@ -237,12 +248,37 @@ func (h *jobClone) WriteAt(_ context.Context, p []byte, off int64) (int, error) 
 	if h.id != "" {
 		return 0, errs.E(errs.Invalid, "this open already made job "+h.id+"; open new again for another")
 	}
-	id, err := h.make(string(p))
-	if err != nil {
+	h.buf = append(h.buf, p...)
+	h.wend = off + int64(len(p))
+	if len(p) >= fullChunk {
+		return len(p), nil
+	}
+	if err := h.makeLocked(); err != nil {
 		return 0, err
 	}
-	h.id, h.wend = id, off+int64(len(p))
 	return len(p), nil
+}
+
+func (h *jobClone) makeLocked() error {
+	text := string(h.buf)
+	h.buf = nil
+	id, err := h.make(text)
+	if err != nil {
+		return err
+	}
+	h.id = id
+	return nil
+}
+
+func (h *jobClone) Close() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.id == "" && len(h.buf) > 0 {
+		if err := h.makeLocked(); err != nil {
+			log.Printf("job spec completed at close failed: %v", err)
+		}
+	}
+	return nil
 }
 
 // idOffset lets the id of a clone file be read at offset 0, as on Plan 9,
@@ -254,8 +290,6 @@ func idOffset(off, wend int64) int64 {
 	}
 	return off
 }
-
-func (h *jobClone) Close() error { return nil }
 
 // ParseJobKV parses the settings part of a job spec.
 func ParseJobKV(head string) (map[string]string, error) { return parseKV(head, batch.SpecKeys) }
