@@ -165,9 +165,16 @@ func (d *jobDir) Walk(name string) (tree.Node, error) {
 	return nil, errs.E(errs.NotExist, name)
 }
 
-func (d *jobDir) memberDir(s *session.Session) *sessionDir {
-	return d.sessions().sessionNode(s, s.Name())
+func (d *jobDir) memberDir(s *session.Session) *memberDir {
+	return &memberDir{d.sessions().sessionNode(s, s.Name())}
 }
+
+// memberDir is b/<id>/<k>/: a session's files, but the member lives and
+// ends with its job. rm -r b/<id> removes the members' files and
+// directories before the job's; those removals do nothing.
+type memberDir struct{ *sessionDir }
+
+func (d *memberDir) Remove(ctx context.Context) error { return nil }
 
 // sessions is a view of the job's members as a sessions directory, so a
 // member's files are exactly a session's.
@@ -203,6 +210,9 @@ type fixedQid struct {
 	*tree.Synth
 	path uint64
 }
+
+// Remove does nothing: the job's files go with it (rm -r b/<id>).
+func (f *fixedQid) Remove(ctx context.Context) error { return nil }
 
 func (f *fixedQid) Stat() (plan9.Dir, error) {
 	st, err := f.Synth.Stat()
