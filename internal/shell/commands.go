@@ -108,6 +108,8 @@ func (sh *Shell) model(arg string) bool {
 	if arg != "" {
 		if err := sh.t.write("model "+arg+"\n", "s", sh.id, "ctl"); err != nil {
 			sh.errorf("%v", err)
+		} else {
+			sh.note("model %s", arg)
 		}
 		return false
 	}
@@ -126,6 +128,8 @@ func (sh *Shell) backend(arg string) bool {
 	if arg != "" {
 		if err := sh.t.write("backend "+arg+"\n", "s", sh.id, "ctl"); err != nil {
 			sh.errorf("%v", err)
+		} else {
+			sh.note("backend %s", arg)
 		}
 		return false
 	}
