@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -48,6 +49,7 @@ func pipelineScript() *llmtest.Script {
 // TestDocumentedPipelines runs the three pipelines of the design, verbatim,
 // in sh (dash, as scripts run) and in bash (as a user types them).
 func TestDocumentedPipelines(t *testing.T) {
+	t.Parallel() // each has a daemon, a mount and a model of its own
 	e := newFrontEnv(t, pipelineScript())
 	os.WriteFile(filepath.Join(e.cwd, "err.log"), []byte("disk full on /var\n"), 0644)
 	for _, shell := range []string{"sh", "bash"} {
@@ -94,6 +96,7 @@ func TestDocumentedPipelines(t *testing.T) {
 // TestOptimizeShowsProgress checks that u/optimize says what it does on
 // standard error and prints only the prompt on standard output.
 func TestOptimizeShowsProgress(t *testing.T) {
+	t.Parallel() // each has a daemon, a mount and a model of its own
 	e := newFrontEnv(t, pipelineScript())
 	out, errs, code := e.run("sh", `u/optimize -n 2 -cm MODEL_A -jm MODEL_B 'generate a hello world program. use c++.'`, "")
 	if code != 0 || out != "Write a complete C++ program that prints Hello, world! to standard output.\n" {
@@ -107,6 +110,7 @@ func TestOptimizeShowsProgress(t *testing.T) {
 }
 
 func TestThreeStagePipelines(t *testing.T) {
+	t.Parallel() // each has a daemon, a mount and a model of its own
 	e := newFrontEnv(t, pipelineScript())
 	if got := e.ok("bash", `s/b 'list three colors' | s/bfg -new 'pick the second' | b/q 'shout'`); got != "green!\n" {
 		t.Errorf("s/b | s/bfg -new | b/q = %q", got)
@@ -137,8 +141,9 @@ func TestThreeStagePipelines(t *testing.T) {
 // TestPromptFromArgsAndStdin: arguments, then a blank line, then standard
 // input, even when that is long (several 9P messages).
 func TestPromptFromArgsAndStdin(t *testing.T) {
+	t.Parallel() // each has a daemon, a mount and a model of its own
 	e := newFrontEnv(t, pipelineScript())
-	big := strings.Repeat("a line of a long log, repeated to make it large\n", 8000) + "the end of the log\n"
+	big := strings.Repeat("a line of a long log, repeated to make it large\n", 3000) + "the end of the log\n"
 	os.WriteFile(filepath.Join(e.cwd, "big.log"), []byte(big), 0644)
 	for _, line := range []string{`s/b summarize < big.log`, `cat big.log | b/q summarize`, `s=$(cat big.log | s/bbg summarize) && cat "$s/wait" >/dev/null && cat "$s/reply"`} {
 		if got := e.ok("sh", line); got != "a long log that ends with the end of the log\n" {
@@ -157,6 +162,7 @@ func TestPromptFromArgsAndStdin(t *testing.T) {
 }
 
 func TestFailedTurnExitStatus(t *testing.T) {
+	t.Parallel() // each has a daemon, a mount and a model of its own
 	e := newFrontEnv(t, pipelineScript())
 	for _, c := range []struct{ line, stdout, stderr string }{
 		{`s/b 'please fail'`, "", "s/b: error: bad request"},
@@ -201,6 +207,7 @@ model' 'say hello'`, 1, "s/new refused"},
 // TestScriptsFindTheTree runs the scripts by their path in the tree, and
 // a copy elsewhere through $OLLIE.
 func TestScriptsFindTheTree(t *testing.T) {
+	t.Parallel() // each has a daemon, a mount and a model of its own
 	e := newFrontEnv(t, pipelineScript())
 	if got := e.ok("sh", `"$OLLIE/s/b" 'say hello'`); got != "hello\n" {
 		t.Errorf("$OLLIE/s/b = %q", got)
@@ -216,6 +223,7 @@ func TestScriptsFindTheTree(t *testing.T) {
 
 // TestSessionScripts: s/bbg, s/ls, s/kill, s/cleanup.
 func TestSessionScripts(t *testing.T) {
+	t.Parallel() // each has a daemon, a mount and a model of its own
 	e := newFrontEnv(t, pipelineScript())
 	s := strings.TrimSpace(e.ok("sh", `s/bbg 'say hello'`))
 	if filepath.Dir(s) != filepath.Join(e.mnt, "s") {
@@ -309,6 +317,7 @@ func waitState(t *testing.T, e *frontEnv, session, st string) {
 // TestInterruptStopsTheTurn: Ctrl-C on s/bfg (SIGINT to its process
 // group, as a terminal sends it) stops the session's turn.
 func TestInterruptStopsTheTurn(t *testing.T) {
+	t.Parallel() // each has a daemon, a mount and a model of its own
 	e := newFrontEnv(t, pipelineScript())
 	for _, script := range []string{"s/bfg", "s/b", "b/q"} {
 		// Started directly, as an interactive shell does: a shell -c
@@ -316,8 +325,8 @@ func TestInterruptStopsTheTurn(t *testing.T) {
 		cmd := exec.Command(filepath.Join(e.cwd, script), "take your time")
 		cmd.Dir, cmd.Env = e.cwd, e.env
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		var errb bytes.Buffer
-		cmd.Stderr = &errb
+		errb := &syncBuffer{}
+		cmd.Stderr = errb
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -355,4 +364,22 @@ func TestInterruptStopsTheTurn(t *testing.T) {
 			}
 		}
 	}
+}
+
+// syncBuffer is a buffer a process writes while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -40,6 +40,7 @@ func shScript() *llmtest.Script {
 // TestShCommands drives ollie sh with lines on standard input (no
 // terminal: no line editing, each line echoed) through every command.
 func TestShCommands(t *testing.T) {
+	t.Parallel() // each has a daemon, a mount and a model of its own
 	e := newFrontEnv(t, shScript())
 	e.ok("sh", `echo "cwd=$PWD name=first" >s/new && printf 'GREETING=hi\nAPI_TOKEN=xyz\n' >s/first/env`)
 	id := e.sessions()[0]
@@ -94,6 +95,7 @@ func TestShCommands(t *testing.T) {
 
 // TestShErrors: without a tree, ollie sh says what to do.
 func TestShErrors(t *testing.T) {
+	t.Parallel() // each has a daemon, a mount and a model of its own
 	dir := t.TempDir()
 	env := []string{"HOME=" + dir, "PATH=/usr/bin:/bin"}
 	empty := filepath.Join(dir, "empty")
@@ -146,7 +148,9 @@ func (m *tmuxShell) start() {
 		`ollie sh; echo "EXITED $?"; sleep 60`)
 }
 
-func (m *tmuxShell) keys(keys ...string) { m.tmux(append([]string{"send-keys", "-t", "t"}, keys...)...) }
+func (m *tmuxShell) keys(keys ...string) {
+	m.tmux(append([]string{"send-keys", "-t", "t"}, keys...)...)
+}
 
 func (m *tmuxShell) screen() string {
 	return m.tmux("capture-pane", "-p", "-J", "-S", "-1000", "-t", "t")
@@ -172,6 +176,7 @@ func (m *tmuxShell) waitFor(want string) string {
 // during a slow turn, Ctrl-C twice to leave, and the history kept for
 // the next run.
 func TestShInTerminal(t *testing.T) {
+	t.Parallel() // each has a daemon, a mount and a model of its own
 	e := newFrontEnv(t, shScript())
 	m := newTmux(t, e)
 	m.start()

@@ -104,6 +104,7 @@ func TestMatchLines(t *testing.T) {
 // blocks, checking what each prints. The scripted server's port is a
 // free one instead of 8088, and the home directory is shown as /home/you.
 func TestTutorial(t *testing.T) {
+	t.Parallel() // each has a daemon, a mount and a model of its own
 	testutil.RequireFUSE(t)
 	b, err := os.ReadFile("../../docs/tutorial.md")
 	if err != nil {
