@@ -383,3 +383,36 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestModelAndBackendFlags: -model and -backend choose what answers; on
+// an existing session s/bfg sets them in its cfg.
+func TestModelAndBackendFlags(t *testing.T) {
+	t.Parallel() // each has a daemon, a mount and a model of its own
+	e := newFrontEnv(t, pipelineScript())
+	for _, line := range []string{
+		`s/b -model MODEL_A 'say hello'`,
+		`b/q -model MODEL_A -backend ollama 'say hello'`,
+		`s/b -parallel 2 -model MODEL_A 'say hello' >/dev/null && echo hello`,
+		`s/bbg -model MODEL_A 'say hello' | sed 's,$,/reply,' | { read -r r; cat "${r%/reply}/wait" >/dev/null; cat "$r"; }`,
+	} {
+		if got := e.ok("sh", line); got != "hello\n" {
+			t.Errorf("%s: %q", line, got)
+		}
+	}
+	e.ok("sh", `s/bfg -new 'say hello'`)
+	if got := e.ok("sh", `s/bfg -model MODEL_B 'say hello'`); got != "hello\n" {
+		t.Errorf("bfg -model on the session of the directory: %q", got)
+	}
+	_, models := e.userTexts()
+	if want := "MODEL_A MODEL_A MODEL_A MODEL_A MODEL_A base MODEL_B"; strings.Join(models, " ") != want {
+		t.Errorf("models asked: %v, want %s", models, want)
+	}
+	if cfg := e.ok("sh", `cat s/$(s/ls . | cut -f 1 | tail -n 1)/cfg`); !strings.Contains(cfg, "model=MODEL_B\n") {
+		t.Errorf("the session's cfg after bfg -model:\n%s", cfg)
+	}
+	for _, line := range []string{`s/b -backend nosuch 'say hello'`, `b/q -backend nosuch 'say hello'`, `s/bfg -backend nosuch 'say hello'`} {
+		if out, errs, code := e.run("sh", line, ""); code != 1 || out != "" || errs == "" {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q", line, code, out, errs)
+		}
+	}
+}

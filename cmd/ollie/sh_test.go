@@ -91,6 +91,11 @@ func TestShCommands(t *testing.T) {
 	if ids := e.sessions(); len(ids) != 2 {
 		t.Errorf("sessions: %v, want first and the one of /new", ids)
 	}
+	// The script in the tree runs the same shell on the tree it lives in.
+	out, errs, code = e.run("sh", "s/sh -new", "say hello\n")
+	if code != 0 || !strings.Contains(out, "(new) in "+e.cwd) || !strings.Contains(out, "> say hello\nhello\n") {
+		t.Errorf("s/sh: exit %d\n%s\n%s", code, out, errs)
+	}
 }
 
 // TestShErrors: without a tree, ollie sh says what to do.

@@ -49,6 +49,7 @@ type Shell struct {
 	out   io.Writer
 	color bool
 	sigc  chan os.Signal
+	done  <-chan struct{} // closed when the shell must end (SIGTERM)
 
 	id   string    // the current session
 	seen int64     // bytes of its chat already shown
@@ -71,7 +72,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	sh := &Shell{o: o, t: t, out: o.Stdout, sigc: make(chan os.Signal, 1)}
+	sh := &Shell{o: o, t: t, out: o.Stdout, sigc: make(chan os.Signal, 1), done: ctx.Done()}
 	made := false
 	id := ""
 	switch {
@@ -295,6 +296,9 @@ func (sh *Shell) follow() {
 			sh.drain(f)
 			sh.r.Flush()
 			sh.status(strings.TrimSpace(w))
+			return
+		case <-sh.done:
+			sh.r.Flush()
 			return
 		}
 	}
