@@ -17,7 +17,7 @@ import (
 	"strings"
 )
 
-//go:embed all:a all:p all:sk all:t all:u all:x all:s
+//go:embed all:a all:p all:sk all:t all:u all:x all:s all:b
 var files embed.FS
 
 // FS returns the shipped files, laid out as in the tree (a/default.json ...).
@@ -101,7 +101,7 @@ func installOne(root, p string, data []byte, man map[string]string, rep *Report)
 // mode makes tools, utilities, plugins and session scripts executable.
 func mode(p string) os.FileMode {
 	switch strings.SplitN(p, "/", 2)[0] {
-	case "t", "u", "x", "s":
+	case "t", "u", "x", "s", "b":
 		return 0755
 	}
 	return 0644

@@ -34,6 +34,9 @@ type command struct {
 	// hidden commands (internal helpers such as the sandbox re-exec) are
 	// left out of the command list.
 	hidden bool
+	// interactive commands handle Ctrl-C themselves (ollie sh: it stops
+	// a turn, not the shell); only SIGTERM cancels their context.
+	interactive bool
 }
 
 var commands = map[string]*command{}
@@ -119,7 +122,11 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		env.Config = c
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if cmd.interactive {
+		sigs = sigs[1:]
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), sigs...)
 	defer stop()
 	err := cmd.run(ctx, env, fs.Args())
 	return exitStatus(stderr, name, err, func() { commandUsage(stderr, cmd, fs) })

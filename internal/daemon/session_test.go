@@ -414,6 +414,7 @@ func TestSessionsSurviveRestart(t *testing.T) {
 	write(fsys, "s/keep/plan", []byte("the plan\n"))
 	write(fsys, "s/keep/prompt", []byte("block forever\n"))
 	write(fsys, "s/keep/fifo.in", []byte("later\n"))
+	offset := read(t, fsys, "s/keep/offset")
 	// Simulate the crash: the turn never ends, the daemon goes away.
 	d.Sessions = nil
 	fsys.Close()
@@ -441,6 +442,9 @@ func TestSessionsSurviveRestart(t *testing.T) {
 	}
 	if q := read(t, fsys2, "s/keep/queue"); q != "\"later\\n\"\n" {
 		t.Errorf("queue after restart = %q", q)
+	}
+	if got := read(t, fsys2, "s/keep/offset"); got != offset {
+		t.Errorf("offset after restart = %q, before %q (just after the last prompt)", got, offset)
 	}
 	if w := read(t, fsys2, "s/keep/wait"); !strings.Contains(w, "interrupted by restart") {
 		t.Errorf("wait after restart = %q", w)

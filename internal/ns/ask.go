@@ -68,3 +68,6 @@ func (f *askFile) Open(ctx context.Context, mode uint8) (tree.Handle, error) {
 
 // Remove of an answered request's file is a no-op (rm -r of a session).
 func (f *askFile) Remove(ctx context.Context) error { return nil }
+
+// Remove of ask/ does nothing: rm -r s/<id> removes it before the session.
+func (a *askDir) Remove(ctx context.Context) error { return nil }

@@ -165,9 +165,16 @@ func (d *jobDir) Walk(name string) (tree.Node, error) {
 	return nil, errs.E(errs.NotExist, name)
 }
 
-func (d *jobDir) memberDir(s *session.Session) *sessionDir {
-	return d.sessions().sessionNode(s, s.Name())
+func (d *jobDir) memberDir(s *session.Session) *memberDir {
+	return &memberDir{d.sessions().sessionNode(s, s.Name())}
 }
+
+// memberDir is b/<id>/<k>/: a session's files, but the member lives and
+// ends with its job. rm -r b/<id> removes the members' files and
+// directories before the job's; those removals do nothing.
+type memberDir struct{ *sessionDir }
+
+func (d *memberDir) Remove(ctx context.Context) error { return nil }
 
 // sessions is a view of the job's members as a sessions directory, so a
 // member's files are exactly a session's.
@@ -204,13 +211,21 @@ type fixedQid struct {
 	path uint64
 }
 
+// Remove does nothing: the job's files go with it (rm -r b/<id>).
+func (f *fixedQid) Remove(ctx context.Context) error { return nil }
+
 func (f *fixedQid) Stat() (plan9.Dir, error) {
 	st, err := f.Synth.Stat()
 	st.Qid.Path = f.path
 	return st, err
 }
 
-// jobClone is an open of b/new or of a session's spawn file.
+// jobClone is an open of b/new or of a session's spawn file. A spec is
+// normally one write, and its error comes back on that write. It may also
+// arrive in several writes: a shell's printf per line, or a big prompt in
+// pieces that each fill a whole 9P message. Those are kept until the spec
+// has its --- line and a short write ends a line; else the read of the id,
+// an fsync or the close makes the job.
 type jobClone struct {
 	make func(text string) (string, error)
 	mu   sync.Mutex
@@ -270,7 +285,7 @@ func (h *jobClone) WriteAt(_ context.Context, p []byte, off int64) (int, error) 
 	if err != nil {
 		return 0, err
 	}
-	h.id, h.wend = id, off+int64(len(p))
+	h.id, h.wend = id, h.at
 	return len(p), nil
 }
 

@@ -99,7 +99,7 @@ func Build(o Options) (*NS, error) {
 			return nil, fmt.Errorf("make %s: %v", d, err)
 		}
 	}
-	if _, err := defaults.Install(c.ConfigDir, "a", "p", "sk", "t", "u", "x", "s"); err != nil {
+	if _, err := defaults.Install(c.ConfigDir, "a", "p", "sk", "t", "u", "x", "s", "b"); err != nil {
 		return nil, fmt.Errorf("install defaults in %s: %v", c.ConfigDir, err)
 	}
 	fs := &tree.FS{Qids: tree.NewQids(), Uid: o.Uid, Mtime: uint32(o.Start.Unix())}

@@ -2,6 +2,7 @@ package ns
 
 import (
 	"context"
+	"os"
 	"strconv"
 
 	"9fans.net/go/plan9"
@@ -25,8 +26,19 @@ func (d *sessionDir) Stat() (plan9.Dir, error) {
 		return plan9.Dir{}, errs.E(errs.NotExist, "session ended")
 	}
 	fs := d.parent.fs
+	t := activity(d.s)
 	return plan9.Dir{Qid: plan9.Qid{Path: d.base, Type: plan9.QTDIR}, Mode: plan9.DMDIR | 0755, Name: d.name,
-		Uid: fs.Uid, Gid: fs.Uid, Muid: fs.Uid, Mtime: fs.Mtime, Atime: fs.Mtime}, nil
+		Uid: fs.Uid, Gid: fs.Uid, Muid: fs.Uid, Mtime: t, Atime: t}, nil
+}
+
+// activity is when the session last changed: its chat's mtime, else its
+// creation. It is the mtime of the directory and of chat, so that
+// ls -lt s/ and s/cleanup can tell idle sessions by age.
+func activity(s *session.Session) uint32 {
+	if fi, err := os.Stat(s.ChatPath()); err == nil {
+		return uint32(fi.ModTime().Unix())
+	}
+	return uint32(s.Meta().Created.Unix())
 }
 
 // askPath is the qid of a session's ask/ directory: the last of its block.

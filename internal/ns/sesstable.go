@@ -23,6 +23,8 @@ var sessionTable = []fileSpec{
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return openFileHandle(d.s.ChatPath()) },
 		stat: func(s *session.Session, st *plan9.Dir) {
 			st.Length, st.Qid.Vers = uint64(s.ChatSize()), s.ChatVersion()
+			st.Mtime = activity(s)
+			st.Atime = st.Mtime
 		}},
 	{name: "reply", perm: 0444, mode: "r", doc: "The last complete assistant reply only.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(d.s.ReplyText()) }},

@@ -103,7 +103,7 @@ func (m *Manager) load(id string) (*Session, error) {
 	if fi, err := os.Stat(s.ChatPath()); err == nil {
 		s.chatSize.Store(fi.Size())
 	}
-	s.offset = s.chatSize.Load()
+	s.offset = promptEnd(s.ChatPath(), s.PrevPromptText(), s.chatSize.Load())
 	last := lastTurnEvent(s.EventsPath())
 	switch {
 	case last.Type == "turn_start":
@@ -119,6 +119,28 @@ func (m *Manager) load(id string) (*Session, error) {
 		s.state, s.lastErr = Error, e
 	}
 	return s, nil
+}
+
+// promptEnd finds where the last prompt's chat lines end, which is what
+// offset says, in the last 1 MiB of a chat of the given size; failing
+// that, the end of the chat.
+func promptEnd(chat string, prev []byte, size int64) int64 {
+	if len(prev) == 0 {
+		return size
+	}
+	f, err := os.Open(chat)
+	if err != nil {
+		return size
+	}
+	defer f.Close()
+	from := max(0, size-1<<20)
+	buf := make([]byte, size-from)
+	n, _ := f.ReadAt(buf, from)
+	line := "user: " + strings.TrimRight(string(prev), "\n") + "\n"
+	if i := strings.LastIndex(string(buf[:n]), line); i >= 0 {
+		return from + int64(i+len(line))
+	}
+	return size
 }
 
 // lastTurnEvent returns the last turn_start or turn_end event of an events
