@@ -12,8 +12,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -56,6 +54,7 @@ type Runner struct {
 	fenced map[string]bool   // backend/model pairs that cannot call tools natively
 	first  map[string]string // backend -> its first listed model, when none is configured
 	idx    map[string]cachedIdx
+	hist   map[string]*histCache // session id -> decoded history
 }
 
 var _ session.Runner = (*Runner)(nil)
@@ -71,7 +70,7 @@ func New(o Options) *Runner {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
-	r := &Runner{o: o, backends: map[string]backend.Backend{}, fenced: map[string]bool{}, first: map[string]string{}, idx: map[string]cachedIdx{}}
+	r := &Runner{o: o, backends: map[string]backend.Backend{}, fenced: map[string]bool{}, first: map[string]string{}, idx: map[string]cachedIdx{}, hist: map[string]*histCache{}}
 	for _, b := range o.Backends {
 		r.backends[b.Name()] = b
 	}
@@ -215,23 +214,6 @@ func (r *Runner) Models(ctx context.Context, s *session.Session) ([]string, erro
 		out[i] = m.ID
 	}
 	return out, nil
-}
-
-// history decodes the session's history.
-func history(t *session.Turn) ([]backend.Message, error) {
-	raw, err := t.History()
-	if err != nil {
-		return nil, err
-	}
-	msgs := make([]backend.Message, 0, len(raw))
-	for i, m := range raw {
-		var msg backend.Message
-		if err := json.Unmarshal(m, &msg); err != nil {
-			return nil, fmt.Errorf("history message %d: %v", i+1, err)
-		}
-		msgs = append(msgs, msg)
-	}
-	return msgs, nil
 }
 
 func firstOf(s ...string) string {

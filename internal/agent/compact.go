@@ -21,7 +21,7 @@ func (r *Runner) Compact(ctx context.Context, t *session.Turn) error {
 	if err != nil {
 		return err
 	}
-	msgs, err := history(t)
+	msgs, err := r.history(t)
 	if err != nil {
 		return err
 	}

@@ -27,7 +27,7 @@ func (r *Runner) Run(ctx context.Context, t *session.Turn) error {
 		return err
 	}
 	t.StartTurnCost()
-	msgs, err := history(t)
+	msgs, err := r.history(t)
 	if err != nil {
 		return err
 	}
@@ -38,7 +38,12 @@ func (r *Runner) Run(ctx context.Context, t *session.Turn) error {
 		r.hook(ctx, t, st, "turnError", map[string]any{"error": err.Error()})
 		return err
 	}
-	err = r.steps(ctx, t, st, msgs)
+	msgs, err = r.steps(ctx, t, st, msgs)
+	if err == nil {
+		r.remember(t, msgs)
+	} else {
+		r.forget(t.S.ID())
+	}
 	if err != nil && ctx.Err() == nil {
 		r.hook(ctx, t, st, "turnError", map[string]any{"error": err.Error()})
 		return err
@@ -68,7 +73,7 @@ func (r *Runner) beforeTurn(ctx context.Context, t *session.Turn, st *setup, msg
 }
 
 // steps runs the model and its tool calls until the turn is over.
-func (r *Runner) steps(ctx context.Context, t *session.Turn, st *setup, msgs []backend.Message) error {
+func (r *Runner) steps(ctx context.Context, t *session.Turn, st *setup, msgs []backend.Message) ([]backend.Message, error) {
 	for step := 1; ; step++ {
 		st.step, st.plan = step, strings.TrimSpace(string(t.S.Plan()))
 		last := step > st.maxStep
@@ -79,7 +84,7 @@ func (r *Runner) steps(ctx context.Context, t *session.Turn, st *setup, msgs []b
 			t.Chat(fmt.Sprintf(":: step limit (%d) reached; asking for a summary\n", st.maxStep))
 		}
 		if err := r.maybeCompact(ctx, t, st, &msgs, false); err != nil {
-			return err
+			return msgs, err
 		}
 		reply, err := r.request(ctx, t, st, &msgs)
 		if reply != nil && (err == nil || ctx.Err() != nil) {
@@ -87,7 +92,7 @@ func (r *Runner) steps(ctx context.Context, t *session.Turn, st *setup, msgs []b
 			t.Append(reply.Message)
 		}
 		if err != nil {
-			return err
+			return msgs, err
 		}
 		calls := reply.Message.Calls
 		if st.fenced {
@@ -102,11 +107,11 @@ func (r *Runner) steps(ctx context.Context, t *session.Turn, st *setup, msgs []b
 					t.Chat(":: " + text)
 				}
 			}
-			return t.SetReply(text)
+			return msgs, t.SetReply(text)
 		}
 		msgs, err = r.runCalls(ctx, t, st, msgs, calls)
 		if err != nil {
-			return err
+			return msgs, err
 		}
 	}
 }

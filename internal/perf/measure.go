@@ -72,15 +72,17 @@ type TurnResult struct {
 }
 
 // Turns runs n full turns (prompt, one execute_code `echo hi`, answer,
-// idle), each the first turn of a fresh session, so a growing history
-// does not weigh on later turns.
+// idle), each the second turn of its own session: the first, untimed,
+// creates the session's files, and no history grows long.
 func (e *Env) Turns(n int) (TurnResult, error) {
-	_, ids, err := e.NewSessions(n + 1)
+	_, ids, err := e.NewSessions(n)
 	if err != nil {
 		return TurnResult{}, err
 	}
-	if _, err := e.Turn(ids[n]); err != nil { // warm up: connections, caches
-		return TurnResult{}, err
+	for _, id := range ids {
+		if _, err := e.Turn(id); err != nil {
+			return TurnResult{}, err
+		}
 	}
 	var tot, tool, over []time.Duration
 	for i := 0; i < n; i++ {

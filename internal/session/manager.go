@@ -1,6 +1,7 @@
 package session
 
 import (
+	"container/list"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -44,6 +45,11 @@ type Manager struct {
 	turns     atomic.Int64
 	toolCalls atomic.Int64
 	closing   atomic.Bool // no new turns start
+
+	// lruMu guards lru, the sessions whose logs are open, most recently
+	// used first. It is a leaf lock: taken with or without a Session.mu.
+	lruMu sync.Mutex
+	lru   list.List
 
 	mu     sync.Mutex
 	byID   map[string]*Session
@@ -390,6 +396,7 @@ func (m *Manager) Remove(key string) error {
 	m.mu.Lock()
 	s.mu.Lock()
 	s.removed = true
+	s.closeLogsLocked()
 	s.notify.broadcast()
 	s.mu.Unlock()
 	delete(m.byID, s.id)
@@ -446,6 +453,31 @@ func (m *Manager) Changed() <-chan struct{} {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.notify.wait()
+}
+
+// maxOpenLogs caps the sessions that keep their logs open (3 or 4 file
+// descriptors each).
+const maxOpenLogs = 128
+
+// touch marks s as using its open logs and closes those of the session
+// used least recently when too many are open. s.mu is held.
+func (m *Manager) touch(s *Session) {
+	m.lruMu.Lock()
+	if s.lruElem != nil {
+		m.lru.MoveToFront(s.lruElem)
+	} else {
+		s.lruElem = m.lru.PushFront(s)
+	}
+	var evict *Session
+	if m.lru.Len() > maxOpenLogs {
+		e := m.lru.Back()
+		evict = m.lru.Remove(e).(*Session)
+		evict.lruElem = nil
+	}
+	m.lruMu.Unlock()
+	if evict != nil && evict != s {
+		go evict.closeIdleLogs() // takes evict.mu: not while holding s.mu
+	}
 }
 
 // Turns is the number of turns started since Open.

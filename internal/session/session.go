@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"container/list"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -46,7 +47,9 @@ type Session struct {
 	nextSeq   int64    // next event sequence number; -1 until counted
 	asks      map[int]*ask
 	askSeq    int
-	open      map[string]*appendFile // logs kept open while a turn runs
+	open      map[string]*appendFile // logs kept open (see openLogsLocked)
+	usageF    *os.File               // usage.json, kept open with the logs
+	lruElem   *list.Element          // in the manager's list of sessions with open logs
 	stateVer  atomic.Uint32
 }
 
@@ -250,8 +253,9 @@ func (s *Session) Paused() string {
 	return s.paused
 }
 
-// appendLocked appends to one of the session's logs, through the open
-// file while a turn runs, else by opening it for the one write.
+// appendLocked appends to one of the session's logs, through its open
+// file when the session keeps its logs open, else by opening it for the
+// one write.
 func (s *Session) appendLocked(name string, b []byte, durable bool) error {
 	if a := s.open[name]; a != nil {
 		return a.write(b, durable)
@@ -259,6 +263,10 @@ func (s *Session) appendLocked(name string, b []byte, durable bool) error {
 	a, err := openAppend(filepath.Join(s.dir, name))
 	if err != nil {
 		return err
+	}
+	if s.open != nil {
+		s.open[name] = a
+		return a.write(b, durable)
 	}
 	defer a.close()
 	return a.write(b, durable)

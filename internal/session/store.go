@@ -168,15 +168,23 @@ func (s *Session) saveUsageLocked() {
 		rec[i] = ' '
 	}
 	rec[usageSize-1] = '\n'
-	f, err := os.OpenFile(filepath.Join(s.dir, "usage.json"), os.O_WRONLY|os.O_CREATE, 0600)
-	if err != nil {
-		s.m.logf("session %s: usage: %v", s.id, err)
-		return
+	f := s.usageF
+	if f == nil {
+		var err error
+		f, err = os.OpenFile(filepath.Join(s.dir, "usage.json"), os.O_WRONLY|os.O_CREATE, 0600)
+		if err != nil {
+			s.m.logf("session %s: usage: %v", s.id, err)
+			return
+		}
+		if s.open != nil {
+			s.usageF = f // kept open with the logs
+		} else {
+			defer f.Close()
+		}
 	}
 	if _, err := f.WriteAt(rec, 0); err != nil {
 		s.m.logf("session %s: usage: %v", s.id, err)
 	}
-	f.Close()
 }
 
 func loadUsage(name string, u *Usage) {

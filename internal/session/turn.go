@@ -102,7 +102,6 @@ func (s *Session) run(ctx context.Context, tr *turn, t *Turn, compact bool) {
 		s.setStateLocked(Idle)
 	}
 	s.eventLocked("turn_end", data)
-	s.closeLogsLocked()
 	s.saveUsageLocked()
 	s.turn = nil
 	close(tr.done)
@@ -133,13 +132,23 @@ func (s *Session) callRunner(ctx context.Context, t *Turn, compact bool) (err er
 	return s.m.runner.Run(ctx, t)
 }
 
+// openLogsLocked keeps the session's logs open from its first turn on,
+// so a turn opens no file: creating and opening files is what costs most
+// in a turn on ext4. The manager closes the logs of the sessions used
+// least recently once too many are open.
 func (s *Session) openLogsLocked() {
-	s.open = map[string]*appendFile{}
+	if s.open == nil {
+		s.open = map[string]*appendFile{}
+	}
 	for _, name := range []string{"chat", "context.jsonl", "events.jsonl"} {
+		if s.open[name] != nil {
+			continue
+		}
 		if a, err := openAppend(filepath.Join(s.dir, name)); err == nil {
 			s.open[name] = a
 		}
 	}
+	s.m.touch(s)
 }
 
 func (s *Session) closeLogsLocked() {
@@ -147,6 +156,20 @@ func (s *Session) closeLogsLocked() {
 		a.close()
 	}
 	s.open = nil
+	if s.usageF != nil {
+		s.usageF.Close()
+		s.usageF = nil
+	}
+}
+
+// closeIdleLogs closes the logs of a session the manager evicted, unless
+// a turn has started meanwhile.
+func (s *Session) closeIdleLogs() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.turn == nil {
+		s.closeLogsLocked()
+	}
 }
 
 func oneLine(s string) string {
@@ -230,6 +253,7 @@ func (s *Session) Clear() error {
 	if err := s.archiveHistoryLocked(); err != nil {
 		return err
 	}
+	s.reopenLocked("context.jsonl")
 	if err := writeAtomic(s.ContextPath(), nil, 0600); err != nil {
 		return err
 	}
@@ -265,4 +289,13 @@ func (s *Session) syncDirsLocked() {
 	syncDir(s.dir)
 	syncDir(filepath.Dir(s.dir))
 	s.unsynced = false
+}
+
+// reopenLocked closes an open log that is about to be replaced by a new
+// file; the next append opens the new one.
+func (s *Session) reopenLocked(name string) {
+	if a := s.open[name]; a != nil {
+		a.close()
+		delete(s.open, name)
+	}
 }

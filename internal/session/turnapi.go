@@ -89,15 +89,9 @@ func (t *Turn) ReplaceHistory(msgs []json.RawMessage, note string) error {
 		b.Write(m)
 		b.WriteByte('\n')
 	}
-	if a := s.open["context.jsonl"]; a != nil {
-		a.close()
-		delete(s.open, "context.jsonl")
-	}
+	s.reopenLocked("context.jsonl")
 	if err := writeAtomic(s.ContextPath(), b.Bytes(), 0600); err != nil {
 		return err
-	}
-	if a, err := openAppend(s.ContextPath()); err == nil && s.open != nil {
-		s.open["context.jsonl"] = a
 	}
 	s.eventLocked("compaction", map[string]any{"messages": len(msgs), "note": note})
 	return s.chatLocked(":: compacted: "+note+"\n", true)

@@ -1,0 +1,111 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+
+	"ollie.dev/ollie/internal/backend"
+	"ollie.dev/ollie/internal/session"
+)
+
+// histCache keeps the decoded history of recently active sessions, so a
+// turn decodes only what was appended since the last one (its prompt),
+// not the whole conversation again.
+type histCache struct {
+	ino  uint64
+	size int64
+	msgs []backend.Message
+}
+
+// maxHistCache caps the sessions whose history stays decoded in memory.
+const maxHistCache = 64
+
+// history returns the session's history, from the cache when the history
+// file is the one it decoded, grown by appends only.
+func (r *Runner) history(t *session.Turn) ([]backend.Message, error) {
+	id := t.S.ID()
+	f, err := os.Open(t.S.ContextPath())
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	ino := inode(fi)
+	r.mu.Lock()
+	c := r.hist[id]
+	r.mu.Unlock()
+	var base []backend.Message
+	var from int64
+	if c != nil && c.ino == ino && c.size <= fi.Size() {
+		base, from = c.msgs, c.size
+	}
+	more, err := decodeFrom(f, from, len(base))
+	if err != nil {
+		return nil, err
+	}
+	msgs := append(base[:len(base):len(base)], more...)
+	return msgs, nil
+}
+
+// remember caches the history as it stands at the end of a turn.
+func (r *Runner) remember(t *session.Turn, msgs []backend.Message) {
+	fi, err := os.Stat(t.S.ContextPath())
+	if err != nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.hist) >= maxHistCache {
+		for k := range r.hist { // evict any one: a miss costs one decode
+			delete(r.hist, k)
+			break
+		}
+	}
+	r.hist[t.S.ID()] = &histCache{ino: inode(fi), size: fi.Size(), msgs: msgs}
+}
+
+// forget drops a session's cached history (it was rewritten).
+func (r *Runner) forget(id string) {
+	r.mu.Lock()
+	delete(r.hist, id)
+	r.mu.Unlock()
+}
+
+func decodeFrom(f *os.File, off int64, n0 int) ([]backend.Message, error) {
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		return nil, err
+	}
+	var out []backend.Message
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var m backend.Message
+		if err := json.Unmarshal(line, &m); err != nil {
+			return nil, fmt.Errorf("history message %d: %v", n0+len(out)+1, err)
+		}
+		out = append(out, m)
+	}
+	return out, sc.Err()
+}
+
+func inode(fi os.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Ino
+	}
+	return 0
+}
