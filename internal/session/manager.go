@@ -2,17 +2,11 @@ package session
 
 import (
 	"container/list"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,99 +89,6 @@ func (m *Manager) logf(format string, args ...any) {
 	}
 }
 
-func (m *Manager) load(id string) (*Session, error) {
-	dir := filepath.Join(m.o.Dir, id)
-	s := &Session{m: m, dir: dir, id: id, state: Idle, notify: newNotifier(), nextSeq: -1}
-	if err := readJSON(filepath.Join(dir, "meta.json"), &s.meta); err != nil {
-		return nil, err
-	}
-	s.meta.ID = id
-	loadUsage(filepath.Join(dir, "usage.json"), &s.usage)
-	if q, err := readQueue(filepath.Join(dir, "queue.jsonl")); err == nil {
-		s.queue = q
-	}
-	if fi, err := os.Stat(s.ChatPath()); err == nil {
-		s.chatSize.Store(fi.Size())
-	}
-	s.offset = promptEnd(s.ChatPath(), s.PrevPromptText(), s.chatSize.Load())
-	last := lastTurnEvent(s.EventsPath())
-	switch {
-	case last.Type == "turn_start":
-		// A turn was running when the daemon died.
-		s.chatLocked(":: "+interrupted+"; `echo resume > ctl` continues the turn\n", true)
-		s.paused = interrupted + "; ctl resume continues"
-		s.prev = string(s.PrevPromptText()) // the cut turn's prompt, for resume
-		s.eventLocked("interrupted", nil)
-	case len(s.queue) > 0:
-		s.paused = "queued prompts wait for ctl resume after a restart"
-	}
-	if e, ok := last.Data["error"].(string); ok && last.Type == "turn_end" {
-		s.state, s.lastErr = Error, e
-	}
-	return s, nil
-}
-
-// promptEnd finds where the last prompt's chat lines end, which is what
-// offset says, in the last 1 MiB of a chat of the given size; failing
-// that, the end of the chat.
-func promptEnd(chat string, prev []byte, size int64) int64 {
-	if len(prev) == 0 {
-		return size
-	}
-	f, err := os.Open(chat)
-	if err != nil {
-		return size
-	}
-	defer f.Close()
-	from := max(0, size-1<<20)
-	buf := make([]byte, size-from)
-	n, _ := f.ReadAt(buf, from)
-	line := "user: " + strings.TrimRight(string(prev), "\n") + "\n"
-	if i := strings.LastIndex(string(buf[:n]), line); i >= 0 {
-		return from + int64(i+len(line))
-	}
-	return size
-}
-
-// lastTurnEvent returns the last turn_start or turn_end event of an events
-// log, reading it backwards from the end.
-func lastTurnEvent(name string) Event {
-	var ev Event
-	f, err := os.Open(name)
-	if err != nil {
-		return ev
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return ev
-	}
-	const chunk = 64 << 10
-	var tail []byte
-	for end := fi.Size(); end > 0; {
-		off := max(end-chunk, 0)
-		b := make([]byte, end-off)
-		if _, err := f.ReadAt(b, off); err != nil && err != io.EOF {
-			return ev
-		}
-		tail = append(b, tail...)
-		end = off
-		lines := strings.Split(string(tail), "\n")
-		if off > 0 {
-			lines = lines[1:] // may be cut; it is read whole with the next chunk
-		}
-		for i := len(lines) - 1; i >= 0; i-- {
-			if strings.Contains(lines[i], `"type":"turn_`) {
-				decodeJSON(lines[i], &ev)
-				if ev.Type == "turn_start" || ev.Type == "turn_end" {
-					return ev
-				}
-			}
-		}
-	}
-	return ev
-}
-
 // Spec describes a new session.
 type Spec struct {
 	Cwd, Name, Agent, Backend, Model string
@@ -254,66 +155,6 @@ func (m *Manager) checkSpec(sp *Spec) error {
 		}
 	}
 	return checkModel(sp.Model)
-}
-
-func checkCwd(p string) error {
-	if !filepath.IsAbs(p) {
-		return errs.E(errs.Invalid, "cwd "+strconv.Quote(p)+" is not an absolute path")
-	}
-	fi, err := os.Stat(p)
-	if err != nil || !fi.IsDir() {
-		return errs.E(errs.Invalid, "cwd "+strconv.Quote(p)+" is not a directory")
-	}
-	return nil
-}
-
-func checkModel(m string) error {
-	if len(m) > 200 || strings.ContainsAny(m, "\n\t\x00") {
-		return errs.E(errs.Invalid, "bad model name "+strconv.Quote(m))
-	}
-	return nil
-}
-
-// reserved are the names of fixed files in s/, which no session may take.
-var reserved = map[string]bool{"new": true, "idx": true, "sh": true, "b": true, "bfg": true, "bbg": true, "ls": true, "kill": true, "cleanup": true}
-
-// CheckName validates a session name.
-func CheckName(n string) error {
-	if !validName(n) || reserved[n] || validID(n) {
-		return errs.E(errs.Invalid, "bad session name "+strconv.Quote(n)+": use letters, digits, '.', '_' and '-', not a reserved name")
-	}
-	return nil
-}
-
-func validName(n string) bool {
-	if n == "" || n == "." || n == ".." || len(n) > 128 {
-		return false
-	}
-	for _, c := range n {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
-// NewID returns a session id: <unix-ns>-<6 hex>, which sorts by creation.
-func NewID() string {
-	var b [3]byte
-	rand.Read(b[:])
-	return fmt.Sprintf("%019d-%s", time.Now().UnixNano(), hex.EncodeToString(b[:]))
-}
-
-func validID(s string) bool {
-	ns, hx, ok := strings.Cut(s, "-")
-	if !ok || len(ns) != 19 || len(hx) != 6 {
-		return false
-	}
-	if _, err := strconv.ParseUint(ns, 10, 64); err != nil {
-		return false
-	}
-	_, err := hex.DecodeString(hx)
-	return err == nil
 }
 
 // Get finds a session by id or by name.

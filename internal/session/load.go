@@ -1,0 +1,101 @@
+package session
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+func (m *Manager) load(id string) (*Session, error) {
+	dir := filepath.Join(m.o.Dir, id)
+	s := &Session{m: m, dir: dir, id: id, state: Idle, notify: newNotifier(), nextSeq: -1}
+	if err := readJSON(filepath.Join(dir, "meta.json"), &s.meta); err != nil {
+		return nil, err
+	}
+	s.meta.ID = id
+	loadUsage(filepath.Join(dir, "usage.json"), &s.usage)
+	if q, err := readQueue(filepath.Join(dir, "queue.jsonl")); err == nil {
+		s.queue = q
+	}
+	if fi, err := os.Stat(s.ChatPath()); err == nil {
+		s.chatSize.Store(fi.Size())
+	}
+	s.offset = promptEnd(s.ChatPath(), s.PrevPromptText(), s.chatSize.Load())
+	last := lastTurnEvent(s.EventsPath())
+	switch {
+	case last.Type == "turn_start":
+		// A turn was running when the daemon died.
+		s.chatLocked(":: "+interrupted+"; `echo resume > ctl` continues the turn\n", true)
+		s.paused = interrupted + "; ctl resume continues"
+		s.prev = string(s.PrevPromptText()) // the cut turn's prompt, for resume
+		s.eventLocked("interrupted", nil)
+	case len(s.queue) > 0:
+		s.paused = "queued prompts wait for ctl resume after a restart"
+	}
+	if e, ok := last.Data["error"].(string); ok && last.Type == "turn_end" {
+		s.state, s.lastErr = Error, e
+	}
+	return s, nil
+}
+
+// promptEnd finds where the last prompt's chat lines end, which is what
+// offset says, in the last 1 MiB of a chat of the given size; failing
+// that, the end of the chat.
+func promptEnd(chat string, prev []byte, size int64) int64 {
+	if len(prev) == 0 {
+		return size
+	}
+	f, err := os.Open(chat)
+	if err != nil {
+		return size
+	}
+	defer f.Close()
+	from := max(0, size-1<<20)
+	buf := make([]byte, size-from)
+	n, _ := f.ReadAt(buf, from)
+	line := "user: " + strings.TrimRight(string(prev), "\n") + "\n"
+	if i := strings.LastIndex(string(buf[:n]), line); i >= 0 {
+		return from + int64(i+len(line))
+	}
+	return size
+}
+
+// lastTurnEvent returns the last turn_start or turn_end event of an events
+// log, reading it backwards from the end.
+func lastTurnEvent(name string) Event {
+	var ev Event
+	f, err := os.Open(name)
+	if err != nil {
+		return ev
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return ev
+	}
+	const chunk = 64 << 10
+	var tail []byte
+	for end := fi.Size(); end > 0; {
+		off := max(end-chunk, 0)
+		b := make([]byte, end-off)
+		if _, err := f.ReadAt(b, off); err != nil && err != io.EOF {
+			return ev
+		}
+		tail = append(b, tail...)
+		end = off
+		lines := strings.Split(string(tail), "\n")
+		if off > 0 {
+			lines = lines[1:] // may be cut; it is read whole with the next chunk
+		}
+		for i := len(lines) - 1; i >= 0; i-- {
+			if strings.Contains(lines[i], `"type":"turn_`) {
+				decodeJSON(lines[i], &ev)
+				if ev.Type == "turn_start" || ev.Type == "turn_end" {
+					return ev
+				}
+			}
+		}
+	}
+	return ev
+}

@@ -1,0 +1,74 @@
+package session
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"ollie.dev/ollie/internal/errs"
+)
+
+func checkCwd(p string) error {
+	if !filepath.IsAbs(p) {
+		return errs.E(errs.Invalid, "cwd "+strconv.Quote(p)+" is not an absolute path")
+	}
+	fi, err := os.Stat(p)
+	if err != nil || !fi.IsDir() {
+		return errs.E(errs.Invalid, "cwd "+strconv.Quote(p)+" is not a directory")
+	}
+	return nil
+}
+
+func checkModel(m string) error {
+	if len(m) > 200 || strings.ContainsAny(m, "\n\t\x00") {
+		return errs.E(errs.Invalid, "bad model name "+strconv.Quote(m))
+	}
+	return nil
+}
+
+// reserved are the names of fixed files in s/, which no session may take.
+var reserved = map[string]bool{"new": true, "idx": true, "sh": true, "b": true, "bfg": true, "bbg": true, "ls": true, "kill": true, "cleanup": true}
+
+// CheckName validates a session name.
+func CheckName(n string) error {
+	if !validName(n) || reserved[n] || validID(n) {
+		return errs.E(errs.Invalid, "bad session name "+strconv.Quote(n)+": use letters, digits, '.', '_' and '-', not a reserved name")
+	}
+	return nil
+}
+
+func validName(n string) bool {
+	if n == "" || n == "." || n == ".." || len(n) > 128 {
+		return false
+	}
+	for _, c := range n {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// NewID returns a session id: <unix-ns>-<6 hex>, which sorts by creation.
+func NewID() string {
+	var b [3]byte
+	rand.Read(b[:])
+	return fmt.Sprintf("%019d-%s", time.Now().UnixNano(), hex.EncodeToString(b[:]))
+}
+
+func validID(s string) bool {
+	ns, hx, ok := strings.Cut(s, "-")
+	if !ok || len(ns) != 19 || len(hx) != 6 {
+		return false
+	}
+	if _, err := strconv.ParseUint(ns, 10, 64); err != nil {
+		return false
+	}
+	_, err := hex.DecodeString(hx)
+	return err == nil
+}
