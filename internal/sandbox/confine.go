@@ -38,16 +38,25 @@ func confineThread(s spec, ruleset int) error {
 		return fmt.Errorf("no-new-privs: %v", err)
 	}
 	if s.Mode == Landlock {
-		// TSYNC would confine every thread of the process: fine for the
-		// one-shot helper, fatal for the resident one.
-		if s.Flags&ll.FlagRestrictSelfTSync != 0 {
-			return fmt.Errorf("landlock restrict: thread sync requested")
-		}
-		if err := ll.LandlockRestrictSelf(ruleset, s.Flags); err != nil {
-			return fmt.Errorf("landlock restrict: %v", err)
+		if err := restrict(s, ruleset); err != nil {
+			return err
 		}
 	}
 	return dropCaps()
+}
+
+// restrict enforces the Landlock ruleset on the calling thread, which
+// must have no-new-privs.
+func restrict(s spec, ruleset int) error {
+	// TSYNC would confine every thread of the process: fine for the
+	// one-shot helper, fatal for the resident one.
+	if s.Flags&ll.FlagRestrictSelfTSync != 0 {
+		return fmt.Errorf("landlock restrict: thread sync requested")
+	}
+	if err := ll.LandlockRestrictSelf(ruleset, s.Flags); err != nil {
+		return fmt.Errorf("landlock restrict: %v", err)
+	}
+	return nil
 }
 
 // limitList is l as (resource, value) pairs; 0 leaves a resource alone,

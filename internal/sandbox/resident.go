@@ -7,7 +7,6 @@ package sandbox
 import (
 	"encoding/json"
 	"errors"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -35,20 +34,13 @@ const (
 	retryAfter = time.Minute
 )
 
+// A resident is a running resident helper. Requests go on its socket;
+// each carries a socket of its own for the replies, so that the daemon
+// reads them without a go-between.
 type resident struct {
 	cmd  *exec.Cmd
 	conn *net.UnixConn
 	gone chan struct{} // closed once the helper or its socket is gone
-
-	mu      sync.Mutex
-	next    uint64                   // guarded by mu
-	pending map[uint64]chan received // guarded by mu: requests in flight
-}
-
-// received is a reply with the listener of a "gate" reply.
-type received struct {
-	reply
-	listener *os.File
 }
 
 var residents struct {
@@ -110,71 +102,39 @@ func launch(helper string) (*resident, error) {
 		ours.Close()
 		return nil, err
 	}
-	c, err := net.FileConn(ours)
-	ours.Close()
-	if err != nil {
+	fail := func(err error) (*resident, error) {
 		cmd.Process.Kill()
 		cmd.Wait()
 		return nil, err
 	}
-	r := &resident{cmd: cmd, conn: c.(*net.UnixConn), gone: make(chan struct{}), pending: map[uint64]chan received{}}
-	r.conn.SetReadDeadline(time.Now().Add(replyWait))
-	rep, err := r.receive(make([]byte, 4096), make([]byte, unix.CmsgSpace(4)))
-	r.conn.SetReadDeadline(time.Time{})
+	setTimeout(int(ours.Fd()), replyWait)
+	rep, _, err := receive(int(ours.Fd()))
 	if err == nil && (rep.Kind != "ready" || rep.Err != "") {
 		err = errors.New("sandbox: resident helper: " + rep.Err)
 	}
+	setTimeout(int(ours.Fd()), 0)
 	if err != nil {
-		r.conn.Close()
-		cmd.Process.Kill()
-		cmd.Wait()
-		return nil, err
+		ours.Close()
+		return fail(err)
 	}
-	go r.read()
+	c, err := net.FileConn(ours)
+	ours.Close()
+	if err != nil {
+		return fail(err)
+	}
+	r := &resident{cmd: cmd, conn: c.(*net.UnixConn), gone: make(chan struct{})}
+	go r.watch()
 	return r, nil
 }
 
-// receive reads one reply.
-func (r *resident) receive(buf, oob []byte) (received, error) {
-	n, oobn, _, _, err := r.conn.ReadMsgUnix(buf, oob)
-	if err == nil && n == 0 {
-		err = io.EOF
-	}
-	if err != nil {
-		return received{}, err
-	}
-	var rep received
-	fds := rights(oob[:oobn])
-	err = json.Unmarshal(buf[:n], &rep.reply)
-	for i, fd := range fds {
-		if i == 0 && err == nil && rep.Kind == "gate" {
-			rep.listener = os.NewFile(uintptr(fd), "seccomp-listener")
-			continue
-		}
-		unix.Close(fd)
-	}
-	return rep, err
-}
-
-// read hands replies to the requests they answer until the helper is
-// gone, then makes sure it is and reaps it.
-func (r *resident) read() {
-	buf, oob := make([]byte, 4096), make([]byte, unix.CmsgSpace(4))
+// watch waits for the helper to close its socket, which it only does by
+// exiting, then makes sure it is gone and reaps it.
+func (r *resident) watch() {
+	buf := make([]byte, 1)
 	for {
-		rep, err := r.receive(buf, oob)
-		if err != nil {
+		if _, err := r.conn.Read(buf); err != nil {
 			break
 		}
-		r.mu.Lock()
-		ch := r.pending[rep.ID]
-		r.mu.Unlock()
-		if ch == nil {
-			if rep.listener != nil {
-				rep.listener.Close()
-			}
-			continue
-		}
-		ch <- rep
 	}
 	close(r.gone)
 	r.cmd.Process.Kill()
@@ -191,43 +151,8 @@ func (r *resident) isGone() bool {
 	}
 }
 
-// kill ends a helper taken for stuck; read sees it go.
+// kill ends a helper taken for stuck; watch sees it go.
 func (r *resident) kill() { r.cmd.Process.Kill() }
-
-// await returns the next reply to a request, or false once the helper
-// is gone without one.
-func (r *resident) await(ch chan received) (received, bool) {
-	t := time.NewTimer(replyWait)
-	defer t.Stop()
-	for {
-		select {
-		case rep := <-ch:
-			return rep, true
-		case <-r.gone:
-			// read dispatches every reply before it closes gone.
-			select {
-			case rep := <-ch:
-				return rep, true
-			default:
-				return received{}, false
-			}
-		case <-t.C:
-			r.kill()
-		}
-	}
-}
-
-// pass lets one program through the gate behind l (see gate.go),
-// killing the helper if it is stuck: then its threads are gone, and the
-// gate either sees the program or hangs up.
-func (r *resident) pass(l *os.File, s spec) (int, error) {
-	pid, setup, timedOut := pass(l, s.Limits, int(replyWait/time.Millisecond))
-	if timedOut {
-		r.kill()
-		pid, setup, _ = pass(l, s.Limits, -1)
-	}
-	return pid, setup
-}
 
 // startResident starts c through the resident helper, or returns
 // errFallback having started nothing.
@@ -245,10 +170,25 @@ func (r *resident) start(c Cmd, s spec, ruleset *os.File) (*Proc, error) {
 		return nil, err
 	}
 	stdout, stderr := orDevNull(c.Stdout), orDevNull(c.Stderr)
+	defer func() {
+		if stdout != c.Stdout {
+			stdout.Close()
+		}
+		if stderr != c.Stderr {
+			stderr.Close()
+		}
+	}()
 	if stdout == nil || stderr == nil {
 		in.abort()
 		return nil, errs.E(errs.Other, "sandbox: opening /dev/null")
 	}
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		in.abort()
+		return nil, err
+	}
+	sock, theirs := pair[0], pair[1]
+	defer unix.Close(sock)
 	files := []*os.File{in.f, stdout, stderr}
 	if c.Script != nil {
 		files = append(files, c.Script)
@@ -257,47 +197,32 @@ func (r *resident) start(c Cmd, s spec, ruleset *os.File) (*Proc, error) {
 		files = append(files, ruleset)
 	}
 	req := request{Spec: s, Path: c.Path, Args: c.Args, Env: c.Env, Dir: c.Dir, Script: c.Script != nil}
-	ch := make(chan received, 2)
-	r.mu.Lock()
-	r.next++
-	req.ID = r.next
-	r.pending[req.ID] = ch
-	r.mu.Unlock()
-	defer func() {
-		r.mu.Lock()
-		delete(r.pending, req.ID)
-		r.mu.Unlock()
-	}()
-	err = r.send(req, files)
+	err = r.send(req, theirs, files)
+	unix.Close(theirs)
 	in.sent()
-	if stdout != c.Stdout {
-		stdout.Close()
-	}
-	if stderr != c.Stderr {
-		stderr.Close()
-	}
 	if err != nil {
 		in.abort()
 		return nil, errFallback
 	}
-	return r.finish(ch, s, in)
+	setTimeout(sock, replyWait)
+	return r.finish(sock, s, in)
 }
 
-// finish follows a sent request to its end: the program started, or
-// why it did not.
-func (r *resident) finish(ch chan received, s spec, in *stdin) (*Proc, error) {
-	first, ok := r.await(ch)
+// finish follows a sent request to its end on the request's socket: the
+// program started, or why it did not.
+func (r *resident) finish(sock int, s spec, in *stdin) (*Proc, error) {
+	first, l, ok := r.await(sock)
 	switch {
 	case !ok:
 		in.abort()
 		return nil, errFallback // no gate, so no fork
-	case first.Kind != "gate":
+	case first.Kind != "gate" || l == nil:
 		in.abort()
 		return nil, helperError(first.Err) // nothing was forked
 	}
-	pid, setup := r.pass(first.listener, s)
-	first.listener.Close()
-	last, ok := r.await(ch)
+	pid, setup := r.pass(l, s)
+	l.Close()
+	last, _, ok := r.await(sock)
 	switch {
 	case pid == 0:
 		in.abort()
@@ -329,8 +254,38 @@ func (r *resident) finish(ch chan received, s spec, in *stdin) (*Proc, error) {
 	}}, nil
 }
 
-// send writes a request with its descriptors.
-func (r *resident) send(req request, files []*os.File) error {
+// await returns the next reply on a request's socket, or false once the
+// helper has closed it without one. A helper that takes longer than
+// replyWait is killed, which closes it.
+func (r *resident) await(sock int) (reply, *os.File, bool) {
+	for {
+		rep, l, err := receive(sock)
+		switch err {
+		case nil:
+			return rep, l, true
+		case unix.EAGAIN:
+			r.kill()
+		default:
+			return reply{}, nil, false
+		}
+	}
+}
+
+// pass lets one program through the gate behind l (see gate.go),
+// killing the helper if it is stuck: then its threads are gone, and the
+// gate either sees the program or hangs up.
+func (r *resident) pass(l *os.File, s spec) (int, error) {
+	pid, setup, timedOut := pass(l, s.Limits, int(replyWait/time.Millisecond))
+	if timedOut {
+		r.kill()
+		pid, setup, _ = pass(l, s.Limits, -1)
+	}
+	return pid, setup
+}
+
+// send writes a request on the helper's socket with its descriptors:
+// the helper's end of the request's socket, then files.
+func (r *resident) send(req request, sock int, files []*os.File) error {
 	b, err := json.Marshal(req)
 	if err != nil {
 		return err
@@ -338,13 +293,48 @@ func (r *resident) send(req request, files []*os.File) error {
 	if len(b) > maxRequest {
 		return errFallback
 	}
-	fds := make([]int, len(files))
-	for i, f := range files {
-		fds[i] = int(f.Fd())
+	fds := []int{sock}
+	for _, f := range files {
+		fds = append(fds, int(f.Fd()))
 	}
 	_, _, err = r.conn.WriteMsgUnix(b, unix.UnixRights(fds...), nil)
 	runtime.KeepAlive(files)
 	return err
+}
+
+// receive reads one reply from sock, blocking, and returns the
+// descriptor a "gate" reply carries.
+func receive(sock int) (reply, *os.File, error) {
+	buf, oob := make([]byte, 4096), make([]byte, unix.CmsgSpace(4))
+	for {
+		n, oobn, _, _, err := unix.Recvmsg(sock, buf, oob, unix.MSG_CMSG_CLOEXEC)
+		if err == unix.EINTR {
+			continue
+		}
+		if err == nil && n == 0 {
+			err = unix.ECONNRESET
+		}
+		if err != nil {
+			return reply{}, nil, err
+		}
+		var rep reply
+		var l *os.File
+		err = json.Unmarshal(buf[:n], &rep)
+		for i, fd := range rights(oob[:oobn]) {
+			if i == 0 && err == nil && rep.Kind == "gate" {
+				l = os.NewFile(uintptr(fd), "seccomp-listener")
+				continue
+			}
+			unix.Close(fd)
+		}
+		return rep, l, err
+	}
+}
+
+// setTimeout bounds blocking receives on sock; 0 removes the bound.
+func setTimeout(sock int, d time.Duration) {
+	tv := unix.NsecToTimeval(d.Nanoseconds())
+	unix.SetsockoptTimeval(sock, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
 }
 
 func orDevNull(f *os.File) *os.File {
