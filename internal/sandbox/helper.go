@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -82,9 +83,14 @@ func (pr *Prepared) Start(c Cmd) (*Proc, error) {
 		if err != errFallback {
 			return p, err
 		}
+		fallbacks.Add(1)
 	}
 	return startOneShot(c, s, pr.ruleset)
 }
+
+// fallbacks counts the programs that went through the one-shot helper
+// because the resident one could not take them.
+var fallbacks atomic.Int64
 
 // startOneShot starts c through `ollie sandbox-exec -- SPEC PATH ARGV...`.
 func startOneShot(c Cmd, s spec, ruleset *os.File) (*Proc, error) {

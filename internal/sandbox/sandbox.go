@@ -31,6 +31,7 @@ package sandbox
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"ollie.dev/ollie/internal/config"
@@ -155,7 +156,8 @@ func checkPaths(p *Paths, b *base) error {
 			return errs.E(errs.NotExist, d.what+" "+*d.path, err)
 		}
 		*d.path = real
-		for _, s := range append(b.secrets, b.private...) {
+		// b is shared by concurrent calls: append to a fresh slice.
+		for _, s := range slices.Concat(b.secrets, b.private) {
 			if within(s, real) {
 				return errs.E(errs.Permission, d.what+" "+real+" contains protected "+s)
 			}
