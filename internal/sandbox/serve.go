@@ -164,6 +164,7 @@ func (s *server) cold(j job) {
 	l, err := preconfine(j.req.Spec.Deny)
 	if err != nil {
 		j.done(0, err)
+		j.close()
 		return
 	}
 	s.start(j, l)
