@@ -294,3 +294,48 @@ func children(t *testing.T, except int) []string {
 	}
 	return out
 }
+
+// Confinement never carries over from one program to the next: each
+// thread of the resident helper starts one program, so a program under a
+// lax policy after one under a strict policy gets the lax one.
+func TestResidentThreadsStartOneProgram(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cwd, tmp, secret := filepath.Join(root, "cwd"), filepath.Join(root, "tmp"), filepath.Join(root, "secret")
+	for _, d := range []string{cwd, tmp} {
+		os.MkdirAll(d, 0o755)
+	}
+	os.WriteFile(secret, []byte("s3cret"), 0o644)
+	pol, err := New("workspace", config.BuiltinProfiles()["workspace"], Paths{Cwd: cwd, Tmp: tmp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	strict, err := pol.Prepare(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer strict.Close()
+	lax := &Prepared{Policy: &Policy{DenyFamilies: pol.DenyFamilies}, Mode: Unsandboxed}
+	for i := range 10 {
+		for _, c := range []struct {
+			pr   *Prepared
+			want string
+		}{{strict, ""}, {lax, "s3cret"}} {
+			out, _ := run(t, c.pr, Cmd{Path: "/bin/cat", Args: []string{"cat", secret}, Dir: cwd, Stderr: devNull(t)})
+			if out != c.want {
+				t.Fatalf("round %d, %s: read %q, want %q", i, c.pr.Mode, out, c.want)
+			}
+		}
+	}
+}
+
+func devNull(t *testing.T) *os.File {
+	f, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
