@@ -105,7 +105,11 @@ func TestResidentHelperKilledMidRun(t *testing.T) {
 while [ ! -e ` + goOn + ` ]; do sleep 0.01; done; echo after`)))
 	}()
 	for !exists(running) {
-		time.Sleep(10 * time.Millisecond)
+		select {
+		case <-done:
+			t.Fatalf("the stage ended before it was running: %s", res)
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 	if err := syscall.Kill(helper, syscall.SIGKILL); err != nil {
 		t.Fatal(err)

@@ -18,6 +18,11 @@ package sandbox
 // setpgid(_, gatePgid) finds the listener closed and fails with ENOSYS;
 // every other setpgid and setsid fails with EPERM, as before.
 //
+// The fork itself is a clone with CLONE_PARENT, which the filter refuses
+// to stages (it would give the daemon children it knows nothing of); with
+// the gate it comes to the listener too, and the daemon lets the first
+// one through, before the program exists. Later ones fail with ENOSYS.
+//
 // The daemon learns the program's pid from the kernel before the program
 // runs, and the program is its child: it never depends on the helper to
 // find, wait for or kill a stage, and a helper that dies leaves nothing
@@ -79,6 +84,7 @@ var notifySizes = sync.OnceValue(func() error {
 // it pass returns timedOut so that the caller can make sure of it.
 func pass(l *os.File, lim config.Limits, limit int) (pid int, setup error, timedOut bool) {
 	fd := int(l.Fd())
+	forked := false
 	for {
 		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
 		n, err := unix.Poll(fds, limit)
@@ -99,8 +105,17 @@ func pass(l *os.File, lim config.Limits, limit int) (pid int, setup error, timed
 			continue
 		}
 		resp := seccompNotifResp{ID: req.ID}
-		if req.Data.Nr != unix.SYS_SETPGID || uint32(req.Data.Args[1]) != gatePgid || req.Data.Arch != auditArch {
-			// Nothing else is routed here; refuse whatever it is and keep
+		switch {
+		case req.Data.Arch == auditArch && req.Data.Nr == unix.SYS_CLONE && !forked:
+			// The helper's thread forking the program, the one clone
+			// with CLONE_PARENT that goes through; nothing else runs under
+			// the filter yet.
+			forked = true
+			resp.Flags = unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE
+			unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SECCOMP_IOCTL_NOTIF_SEND, uintptr(unsafe.Pointer(&resp)))
+			continue
+		case req.Data.Arch != auditArch || req.Data.Nr != unix.SYS_SETPGID || uint32(req.Data.Args[1]) != gatePgid || !forked:
+			// Nothing else comes here; refuse whatever it is and keep
 			// waiting for the program.
 			resp.Error = -int32(unix.EPERM)
 			unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SECCOMP_IOCTL_NOTIF_SEND, uintptr(unsafe.Pointer(&resp)))

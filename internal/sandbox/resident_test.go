@@ -102,12 +102,19 @@ def errno(f):
         return 0
     except OSError as e:
         return e.errno
+libc = ctypes.CDLL(None, use_errno=True)
+def syscall(*args):
+    r = libc.syscall(*args)
+    if r == 0:
+        os._exit(0)  # the child of a clone that should have failed
+    return ctypes.get_errno() if r < 0 else 0
 print(json.dumps({
     "ppid": os.getppid(), "pid": os.getpid(), "pgid": os.getpgid(0), "fds": fds,
     "status": status, "env": dict(os.environ),
     "limits": {n: resource.getrlimit(getattr(resource, "RLIMIT_" + n)) for n in ("CORE", "AS", "FSIZE", "NOFILE", "CPU", "NPROC")},
     "setsid": errno(os.setsid), "setpgid": errno(lambda: os.setpgid(0, 0)),
     "gate": errno(lambda: os.setpgid(0, %d)),
+    "sibling": syscall(%d, 0x8000 | 17, 0, 0, 0, 0), "clone3": syscall(%d, 0, 0),
 }))
 `
 
@@ -117,14 +124,15 @@ type inspected struct {
 	Status, Env           map[string]string
 	Limits                map[string][2]uint64
 	Setsid, Setpgid, Gate int
+	Sibling, Clone3       int
 }
 
 // TestProgramGetsNothingOfTheHelper checks, for both helpers, what a
 // program inherits: its stdio and nothing else of the helper's
 // descriptors (even one the daemon leaked), credentials with no way back
 // (no-new-privs, seccomp, no capabilities), the environment it was given,
-// the profile's limits, its own process group as the daemon's child, and
-// no way out of that group.
+// the profile's limits, its own process group as the daemon's child, no
+// way out of that group and no way to give the daemon children of its own.
 func TestProgramGetsNothingOfTheHelper(t *testing.T) {
 	python := "/usr/bin/python3"
 	if _, err := os.Stat(python); err != nil {
@@ -145,7 +153,7 @@ func TestProgramGetsNothingOfTheHelper(t *testing.T) {
 	for _, oneShot := range []bool{false, true} {
 		t.Run(fmt.Sprintf("oneshot=%v", oneShot), func(t *testing.T) {
 			before := fallbacks.Load()
-			out, ws := run(t, pr, Cmd{Path: python, Args: []string{"python3", "-c", fmt.Sprintf(inspect, gatePgid)},
+			out, ws := run(t, pr, Cmd{Path: python, Args: []string{"python3", "-c", fmt.Sprintf(inspect, gatePgid, unix.SYS_CLONE, unix.SYS_CLONE3)},
 				Env: env, Dir: "/", OneShot: oneShot})
 			if ws.ExitStatus() != 0 {
 				t.Fatalf("exit %v: %s", ws, out)
@@ -197,6 +205,9 @@ func TestProgramGetsNothingOfTheHelper(t *testing.T) {
 			}
 			if got.Gate == 0 {
 				t.Errorf("setpgid to the gate's group succeeded")
+			}
+			if got.Sibling == 0 || got.Clone3 != int(unix.ENOSYS) {
+				t.Errorf("clone(CLONE_PARENT): errno %d, clone3: errno %d, want failures, ENOSYS for clone3", got.Sibling, got.Clone3)
 			}
 		})
 	}

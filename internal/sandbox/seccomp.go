@@ -13,6 +13,7 @@ const (
 	retAllow  = unix.SECCOMP_RET_ALLOW
 	retEPERM  = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
 	retEACCE  = unix.SECCOMP_RET_ERRNO | uint32(unix.EACCES)
+	retNoSys  = unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)
 	retKill   = unix.SECCOMP_RET_KILL_PROCESS
 	retNotify = unix.SECCOMP_RET_USER_NOTIF
 )
@@ -22,6 +23,12 @@ const (
 //     group, which is how the daemon kills every process of a stage;
 //   - the keyring calls reach credentials the user's session keeps there;
 //   - io_uring creates sockets without the socket call the filter checks.
+//
+// clone with CLONE_PARENT is refused too: it makes the new process a
+// child of the caller's parent, and a stage's first process is the
+// daemon's child, so the daemon would be left with zombies it knows
+// nothing of. clone3, whose flags the filter cannot see, fails with
+// ENOSYS, which makes the C library fall back to clone.
 var refused = []uint32{
 	unix.SYS_SETSID, unix.SYS_SETPGID,
 	unix.SYS_KEYCTL, unix.SYS_ADD_KEY, unix.SYS_REQUEST_KEY,
@@ -47,12 +54,15 @@ const (
 // filter assembles the program: right architecture or die, refused calls
 // fail with EPERM, socket(family, ...) fails with EACCES for the denied
 // families, everything else is allowed. With gate, setpgid(_, gatePgid)
-// goes to the listener instead of failing.
+// and clone with CLONE_PARENT go to the listener instead of failing: the
+// resident helper's own fork of the program is such a clone, made under
+// the filter, and the daemon lets that one through (gate.go).
 func filter(deny []int, gate bool) []unix.SockFilter {
 	const (
 		toAllow = iota
 		toEPERM
 		toEACCES
+		toNoSys
 		toKill
 		toNotify
 		next = -1 // fall through
@@ -85,13 +95,23 @@ func filter(deny []int, gate bool) []unix.SockFilter {
 	for _, nr := range refused {
 		jump(unix.BPF_JEQ, nr, toEPERM, next)
 	}
+	jump(unix.BPF_JEQ, unix.SYS_CLONE3, toNoSys, next)
+	parent := toEPERM
+	if gate {
+		parent = toNotify
+	}
+	// If nr is not clone, skip the two instructions of the clone check.
+	// Its flags are arg0 on every architecture with a filter.
+	p = append(p, unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: unix.SYS_CLONE, Jt: 0, Jf: 2})
+	load(offArg0)
+	jump(unix.BPF_JSET, unix.CLONE_PARENT, parent, toAllow)
 	jump(unix.BPF_JEQ, unix.SYS_SOCKET, next, toAllow)
 	load(offArg0)
 	for _, f := range deny {
 		jump(unix.BPF_JEQ, uint32(f), toEACCES, next)
 	}
 	rets := len(p)
-	for _, v := range []uint32{retAllow, retEPERM, retEACCE, retKill, retNotify} {
+	for _, v := range []uint32{retAllow, retEPERM, retEACCE, retNoSys, retKill, retNotify} {
 		p = append(p, unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: v})
 	}
 	for _, f := range fixes {

@@ -34,6 +34,8 @@ func runFilter(t *testing.T, p []unix.SockFilter, arch uint32, nr int, args ...u
 			jump(acc == in.K)
 		case unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K:
 			jump(acc >= in.K)
+		case unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K:
+			jump(acc&in.K != 0)
 		case unix.BPF_RET | unix.BPF_K:
 			return in.K
 		default:
@@ -70,6 +72,13 @@ func TestFilter(t *testing.T) {
 		{"inet socket", false, auditArch, unix.SYS_SOCKET, []uint64{unix.AF_INET}, retEACCE},
 		{"inet6 socket", true, auditArch, unix.SYS_SOCKET, []uint64{unix.AF_INET6}, retAllow},
 		{"ioctl", true, auditArch, unix.SYS_IOCTL, []uint64{0, gatePgid}, retAllow},
+		{"fork by clone", true, auditArch, unix.SYS_CLONE, []uint64{uint64(unix.SIGCHLD)}, retAllow},
+		{"thread", false, auditArch, unix.SYS_CLONE, []uint64{unix.CLONE_VM | unix.CLONE_THREAD | unix.CLONE_SIGHAND}, retAllow},
+		{"clone a sibling", false, auditArch, unix.SYS_CLONE, []uint64{unix.CLONE_PARENT | uint64(unix.SIGCHLD)}, retEPERM},
+		{"clone a sibling, gated", true, auditArch, unix.SYS_CLONE, []uint64{unix.CLONE_PARENT | unix.CLONE_VFORK | unix.CLONE_VM}, retNotify},
+		{"clone3", true, auditArch, unix.SYS_CLONE3, nil, retNoSys},
+		{"clone3, no gate", false, auditArch, unix.SYS_CLONE3, nil, retNoSys},
+		{"denied family, last", false, auditArch, unix.SYS_SOCKET, []uint64{unix.AF_INET}, retEACCE},
 	} {
 		if got := runFilter(t, filter(deny, tc.gate), tc.arch, tc.nr, tc.args...); got != tc.want {
 			t.Errorf("%s: got %#x, want %#x", tc.name, got, tc.want)
