@@ -7,14 +7,16 @@ import (
 	"ollie.dev/ollie/internal/sandbox"
 )
 
-// The sandbox helper: execute_code starts every stage as
-// `ollie sandbox-exec -- SPEC PATH ARGV...`, which confines itself and
-// execs PATH. It never returns on success; on failure it exits with the
-// status of sandbox.HelperMain, like env(1): 125, 126 or 127.
+// The sandbox helper. `ollie sandbox-exec -serve` is the resident helper
+// the daemon keeps, which starts every stage from a confined thread of its
+// own; `ollie sandbox-exec -- SPEC PATH ARGV...` confines itself and
+// execs PATH, for elevated stages and as a fallback. That one never
+// returns on success; on failure it exits with the status of
+// sandbox.HelperMain, like env(1): 125, 126 or 127.
 func init() {
 	register(&command{
 		name:     sandbox.HelperCommand,
-		args:     "-- SPEC PATH ARGV0 [ARG...]",
+		args:     "-serve | -- SPEC PATH ARGV0 [ARG...]",
 		short:    "confine this process and exec a program (internal)",
 		noConfig: true,
 		hidden:   true,
@@ -25,8 +27,8 @@ func init() {
 	})
 }
 
-// The helper runs once per stage, so it starts here, before Main sets up
-// flags, configuration and signal handling it has no use for.
+// The helper starts here, before Main sets up flags, configuration and
+// signal handling neither form of it has any use for.
 func init() {
 	if len(os.Args) > 1 && os.Args[1] == sandbox.HelperCommand {
 		os.Exit(sandbox.HelperMain(os.Args[2:]))

@@ -22,8 +22,10 @@ func BenchmarkBareExec(b *testing.B) {
 	}
 }
 
-func benchArgs(b *testing.B, args string) {
-	f, ex := benchFixture(b)
+func benchArgs(b *testing.B, args string, oneShot bool) {
+	f := newFixture(b)
+	ex := f.executor()
+	ex.o.OneShot = ex.o.OneShot || oneShot
 	spec := f.spec()
 	for b.Loop() {
 		if err := ex.benchCall(b.Context(), spec, args); err != nil {
@@ -32,8 +34,11 @@ func benchArgs(b *testing.B, args string) {
 	}
 }
 
-// BenchmarkStage is one call of one sandboxed stage.
-func BenchmarkStage(b *testing.B) { benchArgs(b, benchOne) }
+// BenchmarkStage is one call of one sandboxed stage; the OneShot
+// variants start each stage through a helper process of its own, the
+// way stages started before the resident helper.
+func BenchmarkStage(b *testing.B)        { benchArgs(b, benchOne, false) }
+func BenchmarkStageOneShot(b *testing.B) { benchArgs(b, benchOne, true) }
 
 // BenchmarkStageHelperOnly runs the stage through the helper without any
 // confinement (a preapproved elevated stage): the cost of the re-exec
@@ -53,8 +58,10 @@ func BenchmarkStageHelperOnly(b *testing.B) {
 	}
 }
 
-func BenchmarkSequential8(b *testing.B) { benchArgs(b, benchSeq8) }
-func BenchmarkParallel8(b *testing.B)   { benchArgs(b, benchPar8) }
+func BenchmarkSequential8(b *testing.B)        { benchArgs(b, benchSeq8, false) }
+func BenchmarkSequential8OneShot(b *testing.B) { benchArgs(b, benchSeq8, true) }
+func BenchmarkParallel8(b *testing.B)          { benchArgs(b, benchPar8, false) }
+func BenchmarkParallel8OneShot(b *testing.B)   { benchArgs(b, benchPar8, true) }
 
 func TestBench(t *testing.T) {
 	f := newFixture(t)

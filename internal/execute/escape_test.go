@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // attempt is a bash snippet that tries one way out of the sandbox; it
@@ -94,6 +96,13 @@ import ctypes, sys
 libc = ctypes.CDLL(None, use_errno=True)
 sys.exit(0 if libc.ptrace(16, ` + pid + `, 0, 0) == 0 else 1)'`},
 		{"list processes", "ls /proc/" + pid},
+		{"a child of the daemon, which it would never reap", `python3 -c '
+import ctypes, os, sys
+libc = ctypes.CDLL(None)
+r = libc.syscall(` + strconv.Itoa(unix.SYS_CLONE) + `, 0x8000 | 17, 0, 0, 0, 0)
+if r == 0:
+    os._exit(0)
+sys.exit(0 if r > 0 else 1)'`},
 	} {
 		f.with(t).wantDenied(tc.name, attempt(tc.op))
 	}

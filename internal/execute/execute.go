@@ -45,6 +45,10 @@ type Options struct {
 	// Environ is the daemon's environment. Only allow-listed variables
 	// (locale, terminal, user name) reach a stage; keys never do.
 	Environ []string
+	// OneShot starts every stage through a helper process of its own
+	// instead of the resident helper: about 3 ms more per stage, and no
+	// helper process left running between calls.
+	OneShot bool
 }
 
 // Spec is the session side of one call. Cwd and Tmp are required.

@@ -3,6 +3,7 @@ package execute
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,6 +14,11 @@ import (
 	"ollie.dev/ollie/internal/config"
 	"ollie.dev/ollie/internal/sandbox"
 )
+
+// oneShot runs the tests against the one-shot sandbox helper, a helper
+// process per stage, instead of the resident one:
+// go test ./internal/execute/ -oneshot
+var oneShot = flag.Bool("oneshot", false, "start every stage through a one-shot helper process")
 
 // TestMain lets the test binary serve as the sandbox helper: Start runs
 // os.Args[0] with the helper's arguments, and this hook hands them to
@@ -104,7 +110,7 @@ func (f *fixture) executor() *Executor {
 		f.t.Fatal(err)
 	}
 	ex, err := New(Options{
-		Helper: exe, Sandbox: f.sb, Home: f.home, Environ: f.environ,
+		Helper: exe, Sandbox: f.sb, Home: f.home, Environ: f.environ, OneShot: *oneShot,
 		Private: []string{f.cfgDir, f.dataDir, f.stateDir, f.runtimeDir},
 	})
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"os"
-	"os/exec"
 	"sync"
 	"syscall"
 	"time"
@@ -66,9 +65,10 @@ func (r *run) runLeaf(ctx context.Context, j *job, stdin *spool) *outcome {
 	return o
 }
 
-// A proc is a started stage: its command and the read ends of its pipes.
+// A proc is a started stage: its first process and the read ends of its
+// pipes.
 type proc struct {
-	cmd        *exec.Cmd
+	p          *sandbox.Proc
 	outR, errR *os.File
 }
 
@@ -93,9 +93,9 @@ func (r *run) start(j *job, stdin *spool) (*proc, error) {
 		outW.Close()
 		return nil, err
 	}
-	cmd, err := r.prep.Start(sandbox.Cmd{
+	sp, err := r.prep.Start(sandbox.Cmd{
 		Helper: r.e.o.Helper, Path: j.path, Args: j.argv, Env: r.env, Dir: r.spec.Cwd,
-		Script: script, Elevated: j.stage.Elevated,
+		Script: script, Elevated: j.stage.Elevated, OneShot: r.e.o.OneShot,
 		Stdin: stdin.Reader(), Stdout: outW, Stderr: errW,
 	})
 	outW.Close()
@@ -105,13 +105,13 @@ func (r *run) start(j *job, stdin *spool) (*proc, error) {
 		errR.Close()
 		return nil, err
 	}
-	return &proc{cmd, outR, errR}, nil
+	return &proc{sp, outR, errR}, nil
 }
 
 // wait collects p's output into o until its first process exits, ctx is
 // done or the output is too large, then kills its process group.
 func (r *run) wait(ctx context.Context, o *outcome, p *proc) {
-	pgid := p.cmd.Process.Pid
+	pgid := p.p.Pid
 	var copies sync.WaitGroup
 	tooBig := make(chan struct{})
 	copies.Add(2)
@@ -146,9 +146,8 @@ func (r *run) wait(ctx context.Context, o *outcome, p *proc) {
 	// running in the background goes with it.
 	syscall.Kill(-pgid, syscall.SIGKILL)
 	<-exited
-	p.cmd.Wait()
+	ws, _ := p.p.Wait() // it has exited: the only error would be a bug
 	waitPipes(&copies, p.outR, p.errR)
-	ws := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
 	o.exit = ws.ExitStatus()
 	if ws.Signaled() {
 		o.exit, o.sig = -1, ws.Signal()

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -27,5 +28,47 @@ func BenchmarkPrepare(b *testing.B) {
 			b.Fatal(err)
 		}
 		pr.Close()
+	}
+}
+
+// benchStart starts `sh -c :` under the workspace policy and waits for
+// it, oneShot choosing the helper.
+func benchStart(b *testing.B, oneShot bool) {
+	root := b.TempDir()
+	home := filepath.Join(root, "home")
+	cwd, tmp := filepath.Join(home, "p"), filepath.Join(root, "tmp")
+	os.MkdirAll(cwd, 0o755)
+	os.MkdirAll(tmp, 0o755)
+	pol, err := New("workspace", config.BuiltinProfiles()["workspace"], Paths{Home: home, Cwd: cwd, Tmp: tmp})
+	if err != nil {
+		b.Fatal(err)
+	}
+	pr, err := pol.Prepare(false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pr.Close()
+	exe, _ := os.Executable()
+	for b.Loop() {
+		p, err := pr.Start(Cmd{Helper: exe, Path: "/bin/sh", Args: []string{"sh", "-c", ":"}, Dir: cwd, OneShot: oneShot})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if ws, err := p.Wait(); err != nil || ws.ExitStatus() != 0 {
+			b.Fatal(ws, err)
+		}
+	}
+}
+
+// BenchmarkStart is Start and Wait of a trivial program through the
+// resident helper; BenchmarkStartOneShot the same through a helper
+// process of its own; BenchmarkStartBare a plain fork/exec.
+func BenchmarkStart(b *testing.B)        { benchStart(b, false) }
+func BenchmarkStartOneShot(b *testing.B) { benchStart(b, true) }
+func BenchmarkStartBare(b *testing.B) {
+	for b.Loop() {
+		if err := exec.Command("/bin/sh", "-c", ":").Run(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

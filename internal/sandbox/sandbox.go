@@ -8,12 +8,18 @@
 // only into directories that contain something hidden (see carve.go).
 //
 // The daemon turns a Policy into a Landlock ruleset (Prepare) and starts
-// each process through a helper: ollie re-executes itself as the hidden
-// command "sandbox-exec" (HelperMain), which sets resource limits,
+// each process (Prepared.Start) through ollie's own helper, which applies
 // no-new-privs, the Landlock ruleset, a seccomp filter and an empty
-// capability set on itself, then execs the interpreter. Nothing is left
-// running between the helper and the interpreter: the interpreter is the
-// helper's process.
+// capability set, all of them per thread, then execs the program. The
+// helper is resident (serve.go): ollie re-executed once as the hidden
+// command "sandbox-exec -serve", which confines a fresh thread for each
+// program and forks it from there, as a child of the daemon. Resource
+// limits and the program's own process group, which are per process, are
+// applied by the daemon while the child is stopped at a seccomp gate
+// before its exec (gate.go). The one-shot helper, "sandbox-exec -- SPEC
+// ...", confines its own process and execs the program in its place; it
+// starts elevated programs and takes over when the resident helper cannot
+// (HelperMain serves both).
 //
 // The seccomp filter refuses setsid and setpgid, so every process of a
 // stage stays in the process group the daemon created for it and dies

@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -131,7 +130,7 @@ func runHelper(t *testing.T, pr *Prepared, exe, script string) (string, error) {
 	t.Helper()
 	r, w, _ := os.Pipe()
 	defer r.Close()
-	cmd, err := pr.Start(Cmd{Helper: exe, Path: "/bin/bash", Args: []string{"bash", "-c", script},
+	p, err := pr.Start(Cmd{Helper: exe, Path: "/bin/bash", Args: []string{"bash", "-c", script},
 		Env: []string{"PATH=/usr/bin:/bin"}, Stdout: w, Stderr: os.Stderr})
 	w.Close()
 	if err != nil {
@@ -146,10 +145,8 @@ func runHelper(t *testing.T, pr *Prepared, exe, script string) (string, error) {
 			break
 		}
 	}
-	if err := cmd.Wait(); err != nil {
-		if _, ok := err.(*exec.ExitError); !ok {
-			return "", err
-		}
+	if _, err := p.Wait(); err != nil {
+		return "", err
 	}
 	return b.String(), nil
 }

@@ -1,0 +1,346 @@
+package sandbox
+
+// The resident helper, from the daemon's side: started on first use, one
+// per ollie executable, replaced when it dies. See serve.go for the
+// helper and gate.go for how a program gets through.
+
+import (
+	"encoding/json"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"ollie.dev/ollie/internal/errs"
+)
+
+// errFallback means that the resident helper cannot start a program and
+// that nothing was started: the one-shot helper should.
+var errFallback = errors.New("sandbox: no resident helper")
+
+const (
+	// replyWait bounds each wait for the resident helper. A working one
+	// answers in microseconds; past this it is taken for stuck, killed,
+	// and what it was doing is finished without it.
+	replyWait = 30 * time.Second
+	// retryAfter is how long programs go through the one-shot helper
+	// after the resident one failed to start.
+	retryAfter = time.Minute
+)
+
+// A resident is a running resident helper. Requests go on its socket;
+// each carries a socket of its own for the replies, so that the daemon
+// reads them without a go-between.
+type resident struct {
+	cmd  *exec.Cmd
+	conn *net.UnixConn
+	gone chan struct{} // closed once the helper or its socket is gone
+}
+
+var residents struct {
+	mu  sync.Mutex
+	m   map[string]*resident // by helper executable
+	off map[string]time.Time // helpers whose resident helper failed to start, and until when
+}
+
+// residentFor returns the running resident helper of executable helper,
+// starting one if there is none.
+func residentFor(helper string) (*resident, error) {
+	residents.mu.Lock()
+	defer residents.mu.Unlock()
+	if r := residents.m[helper]; r != nil && !r.isGone() {
+		return r, nil
+	}
+	if time.Now().Before(residents.off[helper]) {
+		return nil, errFallback
+	}
+	r, err := launch(helper)
+	if err != nil {
+		if residents.off == nil {
+			residents.off = map[string]time.Time{}
+		}
+		residents.off[helper] = time.Now().Add(retryAfter)
+		return nil, err
+	}
+	if residents.m == nil {
+		residents.m = map[string]*resident{}
+	}
+	residents.m[helper] = r
+	return r, nil
+}
+
+// launch starts `ollie sandbox-exec -serve` and waits until it is ready.
+func launch(helper string) (*resident, error) {
+	if err := notifySizes(); err != nil {
+		return nil, err
+	}
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	ours, theirs := os.NewFile(uintptr(pair[0]), "ollie-sandbox"), os.NewFile(uintptr(pair[1]), "ollie-sandbox")
+	cmd := exec.Command(helper, HelperCommand, serveFlag)
+	cmd.Args[0] = "ollie"
+	// The daemon's environment holds its API keys; the helper needs
+	// none of it, and each program gets its own.
+	cmd.Env = []string{}
+	cmd.Dir = "/"
+	cmd.Stderr = os.Stderr
+	cmd.ExtraFiles = []*os.File{theirs}
+	// Its own group: a Ctrl-C meant for a daemon in a terminal is the
+	// daemon's to handle.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = cmd.Start()
+	theirs.Close()
+	if err != nil {
+		ours.Close()
+		return nil, err
+	}
+	fail := func(err error) (*resident, error) {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return nil, err
+	}
+	setTimeout(int(ours.Fd()), replyWait)
+	rep, _, err := receive(int(ours.Fd()))
+	if err == nil && (rep.Kind != "ready" || rep.Err != "") {
+		err = errors.New("sandbox: resident helper: " + rep.Err)
+	}
+	setTimeout(int(ours.Fd()), 0)
+	if err != nil {
+		ours.Close()
+		return fail(err)
+	}
+	c, err := net.FileConn(ours)
+	ours.Close()
+	if err != nil {
+		return fail(err)
+	}
+	r := &resident{cmd: cmd, conn: c.(*net.UnixConn), gone: make(chan struct{})}
+	go r.watch()
+	return r, nil
+}
+
+// watch waits for the helper to close its socket, which it only does by
+// exiting, then makes sure it is gone and reaps it.
+func (r *resident) watch() {
+	buf := make([]byte, 1)
+	for {
+		if _, err := r.conn.Read(buf); err != nil {
+			break
+		}
+	}
+	close(r.gone)
+	r.cmd.Process.Kill()
+	r.cmd.Wait()
+	r.conn.Close()
+}
+
+func (r *resident) isGone() bool {
+	select {
+	case <-r.gone:
+		return true
+	default:
+		return false
+	}
+}
+
+// kill ends a helper taken for stuck; watch sees it go.
+func (r *resident) kill() { r.cmd.Process.Kill() }
+
+// startResident starts c through the resident helper, or returns
+// errFallback having started nothing.
+func startResident(c Cmd, s spec, ruleset *os.File) (*Proc, error) {
+	r, err := residentFor(c.Helper)
+	if err != nil {
+		return nil, errFallback
+	}
+	return r.start(c, s, ruleset)
+}
+
+func (r *resident) start(c Cmd, s spec, ruleset *os.File) (*Proc, error) {
+	in, err := openStdin(c.Stdin)
+	if err != nil {
+		return nil, err
+	}
+	stdout, stderr := orDevNull(c.Stdout), orDevNull(c.Stderr)
+	defer func() {
+		if stdout != c.Stdout {
+			stdout.Close()
+		}
+		if stderr != c.Stderr {
+			stderr.Close()
+		}
+	}()
+	if stdout == nil || stderr == nil {
+		in.abort()
+		return nil, errs.E(errs.Other, "sandbox: opening /dev/null")
+	}
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		in.abort()
+		return nil, err
+	}
+	sock, theirs := pair[0], pair[1]
+	defer unix.Close(sock)
+	files := []*os.File{in.f, stdout, stderr}
+	if c.Script != nil {
+		files = append(files, c.Script)
+	}
+	if s.Mode == Landlock {
+		files = append(files, ruleset)
+	}
+	req := request{Spec: s, Path: c.Path, Args: c.Args, Env: c.Env, Dir: c.Dir, Script: c.Script != nil}
+	err = r.send(req, theirs, files)
+	unix.Close(theirs)
+	in.sent()
+	if err != nil {
+		in.abort()
+		return nil, errFallback
+	}
+	setTimeout(sock, replyWait)
+	return r.finish(sock, s, in)
+}
+
+// finish follows a sent request to its end on the request's socket: the
+// program started, or why it did not.
+func (r *resident) finish(sock int, s spec, in *stdin) (*Proc, error) {
+	first, l, ok := r.await(sock)
+	switch {
+	case !ok:
+		in.abort()
+		return nil, errFallback // no gate, so no fork
+	case first.Kind != "gate" || l == nil:
+		in.abort()
+		return nil, helperError(first.Err) // nothing was forked
+	}
+	pid, setup := r.pass(l, s)
+	l.Close()
+	last, _, ok := r.await(sock)
+	switch {
+	case pid == 0:
+		in.abort()
+		if !ok {
+			return nil, errFallback
+		}
+		if last.Pid > 0 {
+			// Forked, but killed before it reached the gate.
+			reap(last.Pid)
+			return nil, errs.E(errs.Other, "sandbox: the program was killed before it started")
+		}
+		return nil, helperError(last.Err)
+	case setup != nil:
+		in.abort()
+		reap(pid) // refused at the gate, it exits without exec
+		return nil, errs.E(errs.Other, "sandbox: "+setup.Error())
+	case ok && last.Err != "":
+		in.abort()
+		reap(pid)
+		return nil, helperError(last.Err)
+	}
+	// Started. If the helper died before saying so, the exec may still
+	// have failed; the program's exit status will tell.
+	in.start()
+	return &Proc{Pid: pid, wait: func() (syscall.WaitStatus, error) {
+		ws, err := reap(pid)
+		in.wait()
+		return ws, err
+	}}, nil
+}
+
+// await returns the next reply on a request's socket, or false once the
+// helper has closed it without one. A helper that takes longer than
+// replyWait is killed, which closes it.
+func (r *resident) await(sock int) (reply, *os.File, bool) {
+	for {
+		rep, l, err := receive(sock)
+		switch err {
+		case nil:
+			return rep, l, true
+		case unix.EAGAIN:
+			r.kill()
+		default:
+			return reply{}, nil, false
+		}
+	}
+}
+
+// pass lets one program through the gate behind l (see gate.go),
+// killing the helper if it is stuck: then its threads are gone, and the
+// gate either sees the program or hangs up.
+func (r *resident) pass(l *os.File, s spec) (int, error) {
+	pid, setup, timedOut := pass(l, s.Limits, int(replyWait/time.Millisecond))
+	if timedOut {
+		r.kill()
+		pid, setup, _ = pass(l, s.Limits, -1)
+	}
+	return pid, setup
+}
+
+// send writes a request on the helper's socket with its descriptors:
+// the helper's end of the request's socket, then files.
+func (r *resident) send(req request, sock int, files []*os.File) error {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	if len(b) > maxRequest {
+		return errFallback
+	}
+	fds := []int{sock}
+	for _, f := range files {
+		fds = append(fds, int(f.Fd()))
+	}
+	_, _, err = r.conn.WriteMsgUnix(b, unix.UnixRights(fds...), nil)
+	runtime.KeepAlive(files)
+	return err
+}
+
+// receive reads one reply from sock, blocking, and returns the
+// descriptor a "gate" reply carries.
+func receive(sock int) (reply, *os.File, error) {
+	buf, oob := make([]byte, 4096), make([]byte, unix.CmsgSpace(4))
+	for {
+		n, oobn, _, _, err := unix.Recvmsg(sock, buf, oob, unix.MSG_CMSG_CLOEXEC)
+		if err == unix.EINTR {
+			continue
+		}
+		if err == nil && n == 0 {
+			err = unix.ECONNRESET
+		}
+		if err != nil {
+			return reply{}, nil, err
+		}
+		var rep reply
+		var l *os.File
+		err = json.Unmarshal(buf[:n], &rep)
+		for i, fd := range rights(oob[:oobn]) {
+			if i == 0 && err == nil && rep.Kind == "gate" {
+				l = os.NewFile(uintptr(fd), "seccomp-listener")
+				continue
+			}
+			unix.Close(fd)
+		}
+		return rep, l, err
+	}
+}
+
+// setTimeout bounds blocking receives on sock; 0 removes the bound.
+func setTimeout(sock int, d time.Duration) {
+	tv := unix.NsecToTimeval(d.Nanoseconds())
+	unix.SetsockoptTimeval(sock, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+}
+
+func orDevNull(f *os.File) *os.File {
+	if f != nil {
+		return f
+	}
+	f, _ = os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	return f
+}

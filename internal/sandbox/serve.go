@@ -1,0 +1,319 @@
+package sandbox
+
+// The resident helper: `ollie sandbox-exec -serve`, one process the
+// daemon starts once and keeps, which starts every sandboxed program.
+//
+// Each program is forked from an OS thread of its own, confined for it
+// (no-new-privs, no capabilities, the seccomp filter with the gate, the
+// call's Landlock ruleset: all of them per thread), and the program
+// inherits all of it. The thread is never given back to the Go
+// scheduler: its goroutine ends while locked to it, and Go ends the
+// thread with it. A few such threads are kept ready, confined but for
+// Landlock, for each seccomp filter in use, so that a request finds one
+// waiting. No Go runtime starts per program, which was most of what a
+// stage cost.
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// serveFD is the resident helper's end of its socket to the daemon.
+const serveFD = 3
+
+// maxRequest bounds a request; larger ones (huge environments or
+// argument lists) go through the one-shot helper.
+const maxRequest = 128 << 10
+
+// request asks the resident helper to start a program. Its descriptors
+// are, in order: the socket to reply on, stdin, stdout, stderr, the
+// script if Script, the Landlock ruleset if the mode is Landlock.
+type request struct {
+	Spec   spec     `json:"spec"`
+	Path   string   `json:"path"`
+	Args   []string `json:"args"`
+	Env    []string `json:"env"`
+	Dir    string   `json:"dir"`
+	Script bool     `json:"script,omitempty"`
+}
+
+// A reply is "ready", once on the helper's socket at start-up (Err says
+// why it cannot serve), or, on a request's own socket, "gate" (carrying
+// the gate's listener, the only descriptor a reply has) and then "done":
+// the program's Pid, or Err.
+type reply struct {
+	Kind string `json:"kind"`
+	Pid  int    `json:"pid,omitempty"`
+	Err  string `json:"err,omitempty"`
+}
+
+const (
+	warmPerFilter = 2 // threads kept ready for each seccomp filter in use
+	warmFilters   = 8 // filters for which threads are kept ready
+)
+
+type server struct {
+	mu      sync.Mutex
+	warm    map[string][]chan job // ready threads by seccomp filter; guarded by mu
+	warming map[string]int        // threads being made ready; guarded by mu
+}
+
+// A job is a request with its descriptors.
+type job struct {
+	req   request
+	reply int   // the request's socket
+	fds   []int // stdin, stdout, stderr, script, ruleset
+}
+
+// serve runs the resident helper until the daemon closes its end.
+func serve() int {
+	// The main thread must never run a request: a locked goroutine that
+	// ends on it leaves it wedged, confined, instead of ending it.
+	runtime.LockOSThread()
+	// Nothing the daemon left open reaches a program, this socket
+	// included: the program gets its stdio and script, nothing else.
+	unix.CloseRange(serveFD, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	// Neither a core file nor ptrace (short of CAP_SYS_PTRACE) shows
+	// what the daemon sent.
+	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	if err := selfCheck(); err != nil {
+		sendReply(serveFD, reply{Kind: "ready", Err: err.Error()}, -1)
+		return 1
+	}
+	if sendReply(serveFD, reply{Kind: "ready"}, -1) != nil {
+		return 1
+	}
+	s := &server{warm: map[string][]chan job{}, warming: map[string]int{}}
+	buf := make([]byte, maxRequest)
+	oob := make([]byte, unix.CmsgSpace(8*4))
+	for {
+		n, oobn, flags, _, err := unix.Recvmsg(serveFD, buf, oob, unix.MSG_CMSG_CLOEXEC)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n == 0 {
+			return 0 // the daemon is gone
+		}
+		fds := rights(oob[:oobn])
+		var req request
+		if flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0 || len(fds) < 1 || json.Unmarshal(buf[:n], &req) != nil {
+			// The daemon never sends such a thing; stop rather than
+			// guess, and it falls back to the one-shot helper.
+			fmt.Fprintf(os.Stderr, "ollie sandbox helper: bad request\n")
+			return 1
+		}
+		s.dispatch(job{req: req, reply: fds[0], fds: fds[1:]})
+	}
+}
+
+// dispatch hands j to a ready thread for its filter, or to a new one,
+// and has another made ready.
+func (s *server) dispatch(j job) {
+	key := fmt.Sprint(j.req.Spec.Deny)
+	s.mu.Lock()
+	var ready chan job
+	w, known := s.warm[key]
+	if len(w) > 0 {
+		ready, s.warm[key] = w[len(w)-1], w[:len(w)-1]
+	}
+	refill := len(s.warm[key])+s.warming[key] < warmPerFilter && (known || len(s.warm) < warmFilters)
+	if refill {
+		if !known {
+			s.warm[key] = nil
+		}
+		s.warming[key]++
+	}
+	s.mu.Unlock()
+	if ready != nil {
+		ready <- j
+	} else {
+		go s.cold(j)
+	}
+	if refill {
+		go s.ready(j.req.Spec.Deny, key)
+	}
+}
+
+// ready confines its thread as far as it can without a request, then
+// waits for one.
+func (s *server) ready(deny []int, key string) {
+	runtime.LockOSThread() // never unlocked: the confinement is the thread's
+	l, err := preconfine(deny)
+	ch := make(chan job)
+	s.mu.Lock()
+	s.warming[key]--
+	if err == nil {
+		s.warm[key] = append(s.warm[key], ch)
+	}
+	s.mu.Unlock()
+	if err != nil {
+		return // a request then finds no thread ready, and says why
+	}
+	s.start(<-ch, l)
+}
+
+// cold serves j on a thread confined for it from scratch.
+func (s *server) cold(j job) {
+	runtime.LockOSThread() // never unlocked: the confinement is the thread's
+	l, err := preconfine(j.req.Spec.Deny)
+	if err != nil {
+		j.done(0, err)
+		j.close()
+		return
+	}
+	s.start(j, l)
+}
+
+// preconfine sets no-new-privs, drops every capability and installs the
+// seccomp filter with the gate on the calling thread, and returns the
+// gate's listener.
+func preconfine(deny []int) (listener int, err error) {
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return -1, fmt.Errorf("no-new-privs: %v", err)
+	}
+	if err := dropCaps(); err != nil {
+		return -1, err
+	}
+	return installGatedSeccomp(deny)
+}
+
+// start finishes confining the calling thread for j, whose filter it
+// already has, and forks the program from it.
+func (s *server) start(j job, listener int) {
+	defer func() {
+		if listener >= 0 {
+			unix.Close(listener)
+		}
+		j.close()
+	}()
+	req := j.req
+	n := 3
+	if req.Script {
+		n++
+	}
+	if req.Spec.Mode == Landlock {
+		n++
+	}
+	if len(j.fds) != n || len(req.Args) == 0 || req.Spec.Mode == Elevated {
+		j.done(0, fmt.Errorf("bad request"))
+		return
+	}
+	if req.Spec.Mode == Landlock {
+		if err := restrict(req.Spec, j.fds[n-1]); err != nil {
+			j.done(0, err)
+			return
+		}
+	}
+	// The daemon must hold the listener before there is a child to stop
+	// at the gate: this thread does not run again until the child execs.
+	if sendReply(j.reply, reply{Kind: "gate"}, listener) != nil {
+		return
+	}
+	unix.Close(listener)
+	listener = -1
+	files := make([]uintptr, 0, 4)
+	for _, fd := range j.fds[:3] {
+		files = append(files, uintptr(fd))
+	}
+	if req.Script {
+		files = append(files, uintptr(j.fds[3]))
+	}
+	pid, err := syscall.ForkExec(req.Path, req.Args, &syscall.ProcAttr{
+		Dir: req.Dir, Env: req.Env, Files: files,
+		Sys: &syscall.SysProcAttr{Setpgid: true, Pgid: gatePgid, Cloneflags: syscall.CLONE_PARENT},
+	})
+	if err != nil {
+		j.done(0, execError(req.Path, err))
+		return
+	}
+	j.done(pid, nil)
+}
+
+func (j job) done(pid int, err error) {
+	r := reply{Kind: "done", Pid: pid}
+	if err != nil {
+		r.Err = err.Error()
+	}
+	sendReply(j.reply, r, -1)
+}
+
+func (j job) close() {
+	unix.Close(j.reply)
+	for _, fd := range j.fds {
+		unix.Close(fd)
+	}
+}
+
+// sendReply writes r on socket sock, with descriptor fd unless it is -1.
+func sendReply(sock int, r reply, fd int) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	var oob []byte
+	if fd >= 0 {
+		oob = unix.UnixRights(fd)
+	}
+	for {
+		err = unix.Sendmsg(sock, b, oob, nil, 0)
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// rights returns the descriptors passed in oob.
+func rights(oob []byte) []int {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil
+	}
+	var fds []int
+	for i := range msgs {
+		if fs, err := unix.ParseUnixRights(&msgs[i]); err == nil {
+			fds = append(fds, fs...)
+		}
+	}
+	return fds
+}
+
+// selfCheck makes sure this kernel can do what the gate needs: a seccomp
+// listener, and one that hangs up once no thread is left using its filter,
+// which is how the daemon knows that no program is coming.
+func selfCheck() error {
+	if err := notifySizes(); err != nil {
+		return err
+	}
+	type result struct {
+		fd  int
+		err error
+	}
+	ch := make(chan result)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread dies filtered
+		fd, err := preconfine(nil)
+		ch <- result{fd, err}
+	}()
+	r := <-ch
+	if r.err != nil {
+		return r.err
+	}
+	defer unix.Close(r.fd)
+	for {
+		fds := []unix.PollFd{{Fd: int32(r.fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, 10000)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n != 1 || fds[0].Revents&unix.POLLHUP == 0 {
+			return fmt.Errorf("seccomp listener does not hang up (kernel older than 5.9?)")
+		}
+		return nil
+	}
+}
