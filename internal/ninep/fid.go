@@ -22,7 +22,6 @@ var (
 	errDuplicateFid   = errors.New("duplicate fid")
 	errCloneOpenFid   = errors.New("clone of open fid")
 	errWalkNonDir     = errors.New("walk in non-directory")
-	errNotFound       = errors.New("file not found")
 	errAttachMismatch = errors.New("attach does not match auth fid")
 )
 
@@ -100,8 +99,19 @@ func (c *conn) serveConn(r *request, b []byte) []byte {
 	case plan9.Twalk:
 		b, err = c.walk(r, b)
 	}
+	return c.fit(b, start, r.tag, err)
+}
+
+// fit ends serving a request whose reply starts at b[start:]: on err, or
+// if the reply is over msize (a stat or walk when msize is tiny), the
+// reply becomes an Rerror.
+func (c *conn) fit(b []byte, start int, tag uint16, err error) []byte {
+	msize := c.msize.Load()
+	if err == nil && len(b)-start > int(msize) {
+		err = errs.E(errs.TooLarge, "reply over msize")
+	}
 	if err != nil {
-		b = rerror(b[:start], r.tag, err.Error(), c.msize.Load())
+		b = rerror(b[:start], tag, err.Error(), msize)
 	}
 	return b
 }

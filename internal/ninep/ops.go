@@ -70,10 +70,7 @@ func (c *conn) run(ctx context.Context, r *request, f *fid, b []byte) []byte {
 			b = empty(b, plan9.Rremove, r.tag)
 		}
 	}
-	if err != nil {
-		b = rerror(b[:start], r.tag, err.Error(), c.msize.Load())
-	}
-	return b
+	return c.fit(b, start, r.tag, err)
 }
 
 // allowed checks the owner permission bits of st against an open mode.
