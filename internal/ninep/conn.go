@@ -65,8 +65,8 @@ func (c *conn) serve() {
 		}
 		msg, big, err := c.next()
 		if err != nil {
-			if err != io.EOF {
-				c.srv.logf("9p: %v", err)
+			if err == errTooLong || err == errTooShort {
+				c.srv.logf("9p: %v: closing the connection", err) // the client broke the protocol
 			}
 			break
 		}
