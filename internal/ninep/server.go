@@ -2,19 +2,27 @@
 // interfaces and nothing about what the files mean.
 //
 // The serve loop is our own; 9fans.net/go/plan9 provides the protocol's
-// constants and the Dir and Qid types. We had used its srv9p, which serves
-// every request in a goroutine of its own. On a unix socket that made a
-// walk+open+read+clunk of a small file 2.2-2.5 times the cost of four bare
-// round trips, and a pread 1.9-2.2 times one: each request readied a new
-// goroutine (waking an idle thread, growing a stack) and allocated a
-// context and a buffer of the full count. Here the connection's reader
-// serves the requests that cannot block itself, writing replies from a
-// buffer it reuses; docs/bench.md has the numbers before and after.
+// constants and the Dir and Qid types and their marshalling. We had used
+// its srv9p, the dependency ARCHITECTURE.md chose, and replaced it for a
+// measured reason (docs/bench.md): srv9p serves every request in a
+// goroutine of its own, which readies a goroutine and wakes a thread per
+// request, grows a stack, and allocates a context and a buffer of the
+// full count. Over the daemon's socket a walk+open+read+clunk of a small
+// file cost 2.7 times four bare round trips, a pread 2.75 times one. Here
+// the connection's reader serves the requests that cannot block itself,
+// from buffers it reuses: 1.96 and 1.41 times (medians of ten runs of
+// ollie bench).
 //
 // What may block is for the tree to say (tree.Prompter): a read of
 // statewait blocks until flushed, an open of models asks the network, a
 // write syncs to disk. Those run in goroutines, with a context that a
-// Tflush cancels.
+// Tflush cancels. The behaviour is srv9p's, error texts included (errs
+// parses them), with these differences: a read of a fid not open fails
+// (srv9p took the unopened mode for OEXEC and read nothing); a message of
+// an unknown type, or malformed, is answered with an error instead of
+// ending the conversation; a reply too big for msize becomes an error
+// instead of being dropped; and the requests still running when the
+// connection ends are cancelled.
 //
 // Per-fid state (the walked path, the open handle, a directory snapshot)
 // lives on the fid; per-file state lives on the nodes.
