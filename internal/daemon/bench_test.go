@@ -2,6 +2,8 @@ package daemon_test
 
 import (
 	"context"
+	"encoding/binary"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -94,4 +96,78 @@ func BenchmarkSocketFloor(b *testing.B) {
 			}
 		})
 	}
+}
+
+// The benchmarks below are the same requests from a client that writes
+// prepared messages and reads each reply itself, as the socket floor's
+// client does: no reader goroutine to hand replies over. They measure
+// the server alone; the difference from the ones above is the client's.
+
+// BenchmarkReadSmallFileRaw: compare with BenchmarkSocketFloor/4.
+func BenchmarkReadSmallFileRaw(b *testing.B) {
+	rt := rawConn(b)
+	msgs := [][]byte{
+		fcall(b, &plan9.Fcall{Type: plan9.Twalk, Tag: 1, Fid: 1, Newfid: 2, Wname: []string{"m", "bench"}}),
+		fcall(b, &plan9.Fcall{Type: plan9.Topen, Tag: 1, Fid: 2, Mode: plan9.OREAD}),
+		fcall(b, &plan9.Fcall{Type: plan9.Tread, Tag: 1, Fid: 2, Count: 8192}),
+		fcall(b, &plan9.Fcall{Type: plan9.Tclunk, Tag: 1, Fid: 2}),
+	}
+	for b.Loop() {
+		for _, m := range msgs {
+			rt(m)
+		}
+	}
+}
+
+// BenchmarkPreadRaw: compare with BenchmarkSocketFloor/1.
+func BenchmarkPreadRaw(b *testing.B) {
+	rt := rawConn(b)
+	rt(fcall(b, &plan9.Fcall{Type: plan9.Twalk, Tag: 1, Fid: 1, Newfid: 2, Wname: []string{"m", "bench"}}))
+	rt(fcall(b, &plan9.Fcall{Type: plan9.Topen, Tag: 1, Fid: 2, Mode: plan9.OREAD}))
+	read := fcall(b, &plan9.Fcall{Type: plan9.Tread, Tag: 1, Fid: 2, Count: 8192})
+	for b.Loop() {
+		rt(read)
+	}
+}
+
+// rawConn attaches fid 1 to a daemon serving m/bench and returns a round
+// trip: write a message, read the reply whole, fail on Rerror.
+func rawConn(b *testing.B) func(msg []byte) {
+	cfg := testutil.Home(b, nil)
+	testutil.WriteFile(b, filepath.Join(cfg.DataDir, "m"), "bench", "hello, world\n", 0600)
+	testutil.Daemon(b, cfg, daemon.Options{})
+	conn, err := net.Dial("unix", cfg.Socket)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { conn.Close() })
+	buf := make([]byte, 16384)
+	rt := func(msg []byte) {
+		if _, err := conn.Write(msg); err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		for n < 4 || n < int(binary.LittleEndian.Uint32(buf)) {
+			k, err := conn.Read(buf[n:])
+			if err != nil {
+				b.Fatal(err)
+			}
+			n += k
+		}
+		if buf[4] == plan9.Rerror {
+			f, _ := plan9.UnmarshalFcall(buf[:n])
+			b.Fatalf("%v", f)
+		}
+	}
+	rt(fcall(b, &plan9.Fcall{Type: plan9.Tversion, Tag: plan9.NOTAG, Msize: 8192 + plan9.IOHDRSZ, Version: "9P2000"}))
+	rt(fcall(b, &plan9.Fcall{Type: plan9.Tattach, Tag: 1, Fid: 1, Afid: plan9.NOFID, Uname: "bench"}))
+	return rt
+}
+
+func fcall(b *testing.B, f *plan9.Fcall) []byte {
+	m, err := f.Bytes()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return m
 }

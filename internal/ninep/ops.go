@@ -2,14 +2,76 @@ package ninep
 
 import (
 	"context"
-	"io"
+	"errors"
 
 	"9fans.net/go/plan9"
-	"9fans.net/go/plan9/srv9p"
 
 	"ollie.dev/ollie/internal/errs"
 	"ollie.dev/ollie/internal/tree"
 )
+
+var (
+	errDuplicateOpen = errors.New("duplicate open")
+	errIsDir         = errors.New("is a directory")
+	errCreateNonDir  = errors.New("create in non-directory")
+	errNotOpenWrite  = errors.New("not open for write")
+)
+
+// prompt reports whether r, a request on f, cannot block, so that the
+// reader serves it itself. Stat never blocks (tree.Node); opens, reads
+// and closes do not when the file says so (tree.Prompter); a directory's
+// reads come from the snapshot taken at open. Writes, creates, removes
+// and wstats always get a goroutine.
+func (c *conn) prompt(r *request, f *fid) bool {
+	switch r.typ {
+	case plan9.Tstat:
+		return true
+	case plan9.Topen:
+		return tree.PromptOf(f.node(), r.mode)&tree.PromptOpen != 0
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch r.typ {
+	case plan9.Tread:
+		return f.h == nil || f.prompt&tree.PromptRead != 0
+	case plan9.Tclunk:
+		return !f.rclose && (f.h == nil || f.prompt&tree.PromptClose != 0)
+	}
+	return false
+}
+
+// run serves r, a request on f, appending its reply to b. A Tclunk or
+// Tremove holds the reference to f that the fid table had, and drops it.
+func (c *conn) run(ctx context.Context, r *request, f *fid, b []byte) []byte {
+	start := len(b)
+	var err error
+	switch r.typ {
+	case plan9.Topen:
+		b, err = c.open(ctx, r, f, b)
+	case plan9.Tcreate:
+		b, err = c.create(ctx, r, f, b)
+	case plan9.Tread:
+		b, err = c.read(ctx, r, f, b)
+	case plan9.Twrite:
+		b, err = c.write(ctx, r, f, b)
+	case plan9.Tstat:
+		b, err = c.stat(r, f, b)
+	case plan9.Twstat:
+		if err = c.wstat(ctx, r, f); err == nil {
+			b = empty(b, plan9.Rwstat, r.tag)
+		}
+	case plan9.Tclunk:
+		c.drop(f)
+		b = empty(b, plan9.Rclunk, r.tag)
+	case plan9.Tremove:
+		err = c.remove(ctx, f)
+		c.drop(f)
+		if err == nil {
+			b = empty(b, plan9.Rremove, r.tag)
+		}
+	}
+	return c.fit(b, start, r.tag, err)
+}
 
 // allowed checks the owner permission bits of st against an open mode.
 // Every file belongs to the daemon's user, so owner bits are the whole story.
@@ -40,199 +102,94 @@ func allowed(st plan9.Dir, mode uint8) error {
 	return nil
 }
 
-func (s *Server) open(ctx context.Context, fid *srv9p.Fid, mode uint8) error {
-	s.Stats.Ops[opOpen].Add(1)
-	fs := state(fid)
-	n := fs.node()
+func (c *conn) open(ctx context.Context, r *request, f *fid, b []byte) ([]byte, error) {
+	f.mu.Lock()
+	omode, qid, n := f.omode, f.qid, f.path[len(f.path)-1]
+	f.mu.Unlock()
+	switch {
+	case omode != -1:
+		return b, errDuplicateOpen
+	case qid.Type&plan9.QTDIR != 0 && r.mode&^plan9.ORCLOSE != plan9.OREAD:
+		return b, errIsDir
+	}
+	c.srv.Stats.Ops[opOpen].Add(1)
 	st, err := n.Stat()
 	if err != nil {
-		return err
+		return b, err
 	}
-	if err := allowed(st, mode&^plan9.ORCLOSE); err != nil {
-		return err
+	if err := allowed(st, r.mode&^plan9.ORCLOSE); err != nil {
+		return b, err
 	}
-	fid.SetQid(st.Qid) // the version may have moved since the walk
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	fs.rclose = mode&plan9.ORCLOSE != 0
+	var h tree.Handle
+	var dir []plan9.Dir
 	if d, ok := n.(tree.Dir); ok {
-		ents, err := d.List()
-		if err != nil {
-			return err
+		if dir, err = d.List(); err != nil {
+			return b, err
 		}
-		fs.dir = ents
-		return nil
+		if dir == nil {
+			dir = []plan9.Dir{}
+		}
+	} else if file, ok := n.(tree.File); !ok {
+		return b, errs.E(errs.Permission, st.Name+" cannot be opened")
+	} else if h, err = file.Open(ctx, r.mode); err != nil {
+		return b, err
 	}
-	f, ok := n.(tree.File)
-	if !ok {
-		return errs.E(errs.Permission, st.Name+" cannot be opened")
+	f.mu.Lock()
+	if f.omode != -1 { // opened meanwhile, by a concurrent Topen
+		f.mu.Unlock()
+		if h != nil {
+			h.Close()
+		}
+		return b, errDuplicateOpen
 	}
-	h, err := f.Open(ctx, mode)
-	if err != nil {
-		return err
-	}
-	fs.h = h
-	return nil
+	f.omode, f.qid, f.h, f.dir = int(r.mode), st.Qid, h, dir // the version may have moved since the walk
+	f.rclose = r.mode&plan9.ORCLOSE != 0
+	f.prompt = tree.PromptOf(n, r.mode)
+	f.mu.Unlock()
+	return rqid(b, plan9.Ropen, r.tag, st.Qid), nil
 }
 
-func (s *Server) create(ctx context.Context, fid *srv9p.Fid, name string, perm plan9.Perm, mode uint8) (plan9.Qid, error) {
-	s.Stats.Ops[opCreate].Add(1)
-	fs := state(fid)
-	c, ok := fs.node().(tree.Creator)
-	if !ok {
-		return plan9.Qid{}, errs.E(errs.Permission, "cannot create "+quote(name)+" here")
+func (c *conn) create(ctx context.Context, r *request, f *fid, b []byte) ([]byte, error) {
+	f.mu.Lock()
+	omode, qid, path := f.omode, f.qid, f.path
+	f.mu.Unlock()
+	switch {
+	case omode != -1:
+		return b, errDuplicateOpen
+	case qid.Type&plan9.QTDIR == 0:
+		return b, errCreateNonDir
 	}
-	n, h, err := c.Create(ctx, name, perm, mode)
+	c.srv.Stats.Ops[opCreate].Add(1)
+	cr, ok := path[len(path)-1].(tree.Creator)
+	if !ok {
+		return b, errs.E(errs.Permission, "cannot create "+quote(r.name)+" here")
+	}
+	n, h, err := cr.Create(ctx, r.name, r.perm, r.mode)
 	if err != nil {
-		return plan9.Qid{}, err
+		return b, err
 	}
 	st, err := n.Stat()
+	if err == nil {
+		f.mu.Lock()
+		if f.omode != -1 {
+			err = errDuplicateOpen
+		} else {
+			f.path = append(path[:len(path):len(path)], n)
+			f.omode, f.qid, f.h = int(r.mode), st.Qid, h
+			f.rclose = r.mode&plan9.ORCLOSE != 0
+			f.prompt = tree.PromptOf(n, r.mode)
+			f.dir = nil
+			if h == nil {
+				f.dir = []plan9.Dir{} // a new directory is empty
+			}
+		}
+		f.mu.Unlock()
+	}
 	if err != nil {
 		if h != nil {
 			h.Close()
 		}
-		return plan9.Qid{}, err
+		return b, err
 	}
-	nfs := &fidState{path: append(fs.path[:len(fs.path):len(fs.path)], n), h: h}
-	nfs.rclose = mode&plan9.ORCLOSE != 0
-	if h == nil {
-		nfs.dir = []plan9.Dir{}
-	}
-	fid.SetAux(nfs)
-	return st.Qid, nil
-}
-
-func (s *Server) read(ctx context.Context, fid *srv9p.Fid, data []byte, off int64) (int, error) {
-	s.Stats.Ops[opRead].Add(1)
-	fs := state(fid)
-	fs.mu.Lock()
-	h, dir := fs.h, fs.dir
-	fs.mu.Unlock()
-	if h == nil {
-		return fid.ReadDir(data, off, func(i int, d *plan9.Dir) bool {
-			if i >= len(dir) {
-				return false
-			}
-			*d = dir[i]
-			return true
-		})
-	}
-	n, err := h.ReadAt(ctx, data, off)
-	if err == io.EOF {
-		err = nil // the end of a file is an empty read in 9P, not an error
-	}
-	s.Stats.BytesRead.Add(uint64(n))
-	if err != nil && ctx.Err() != nil && !errs.Is(err, errs.Interrupted) {
-		err = errs.E(errs.Interrupted)
-	}
-	return n, err
-}
-
-func (s *Server) write(ctx context.Context, fid *srv9p.Fid, data []byte, off int64) (int, error) {
-	s.Stats.Ops[opWrite].Add(1)
-	fs := state(fid)
-	fs.mu.Lock()
-	h := fs.h
-	fs.mu.Unlock()
-	if h == nil {
-		return 0, errs.E(errs.IsDir)
-	}
-	n, err := h.WriteAt(ctx, data, off)
-	s.Stats.BytesWritten.Add(uint64(n))
-	return n, err
-}
-
-func (s *Server) stat(ctx context.Context, fid *srv9p.Fid) (*plan9.Dir, error) {
-	s.Stats.Ops[opStat].Add(1)
-	fs := state(fid)
-	st, err := fs.node().Stat()
-	if err != nil {
-		return nil, err
-	}
-	if len(fs.path) == 1 {
-		st.Name = "/"
-	}
-	return &st, nil
-}
-
-// truncater is a handle that serves a wstat of length itself, so a
-// truncate through an open file (what FUSE sends for O_TRUNC) reaches it.
-type truncater interface{ Truncate(size int64) error }
-
-func (s *Server) wstat(ctx context.Context, fid *srv9p.Fid, d *plan9.Dir) error {
-	s.Stats.Ops[opWstat].Add(1)
-	fs := state(fid)
-	fs.mu.Lock()
-	h := fs.h
-	fs.mu.Unlock()
-	if t, ok := h.(truncater); ok && d.Length != ^uint64(0) {
-		if err := t.Truncate(int64(d.Length)); err != nil {
-			return err
-		}
-		d.Length = ^uint64(0)
-		if d.IsNull() {
-			return nil
-		}
-	}
-	w, ok := fs.node().(tree.Wstater)
-	if !ok {
-		return errs.E(errs.Permission, "cannot change this file's metadata")
-	}
-	return w.Wstat(ctx, d)
-}
-
-func (s *Server) remove(ctx context.Context, fid *srv9p.Fid) error {
-	s.Stats.Ops[opRemove].Add(1)
-	fs := state(fid)
-	if len(fs.path) == 1 {
-		return errs.E(errs.Permission, "cannot remove the root")
-	}
-	r, ok := fs.node().(tree.Remover)
-	if !ok {
-		return errs.E(errs.Permission, "cannot remove this file")
-	}
-	fs.mu.Lock()
-	h := fs.h
-	fs.h, fs.rclose = nil, false
-	fs.mu.Unlock()
-	if h != nil {
-		h.Close()
-	}
-	return r.Remove(ctx)
-}
-
-func (s *Server) clunk(fid *srv9p.Fid) {
-	s.Stats.Ops[opClunk].Add(1)
-	fs := state(fid)
-	if fs == nil {
-		return
-	}
-	fs.mu.Lock()
-	h, rclose := fs.h, fs.rclose
-	fs.h = nil
-	fs.mu.Unlock()
-	if h != nil {
-		h.Close()
-	}
-	if rclose {
-		if r, ok := fs.node().(tree.Remover); ok {
-			r.Remove(context.Background())
-		}
-	}
-}
-
-// syncer is a handle that can report, on a null wstat (the 9P fsync), an
-// error it would otherwise only discover at clunk, when no one can hear it.
-type syncer interface{ Sync() error }
-
-func (s *Server) sync(ctx context.Context, fid *srv9p.Fid) error {
-	s.Stats.Ops[opWstat].Add(1)
-	fs := state(fid)
-	fs.mu.Lock()
-	h := fs.h
-	fs.mu.Unlock()
-	if sy, ok := h.(syncer); ok {
-		return sy.Sync()
-	}
-	return nil
+	return rqid(b, plan9.Rcreate, r.tag, st.Qid), nil
 }

@@ -3,6 +3,7 @@ package ninep
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -23,7 +24,9 @@ import (
 // runs of R-message lines are the replies expected, in any order within a
 // run. An R line containing * is matched as a pattern against the reply's
 // printed form (* matches any run of non-blanks), for values such as the
-// version of an on-disk file that depend on the clock.
+// version of an on-disk file that depend on the clock. "raw HEX" sends
+// bytes as they are (a message no Fcall can make); "closed" expects the
+// server to end the conversation.
 func TestTranscripts(t *testing.T) {
 	files, _ := filepath.Glob("testdata/*.txt")
 	if len(files) == 0 {
@@ -55,6 +58,18 @@ func runTranscript(t *testing.T, file, script string) {
 		case line == "" || strings.HasPrefix(line, "#"):
 		case strings.HasPrefix(line, "sleep"):
 			time.Sleep(50 * time.Millisecond) // let a request reach its blocking point
+		case strings.HasPrefix(line, "raw "):
+			b, err := hex.DecodeString(strings.TrimSpace(line[4:]))
+			if err != nil {
+				t.Fatalf("%s: %v", pos, err)
+			}
+			if _, err := w2.Write(b); err != nil {
+				t.Fatalf("%s: write: %v", pos, err)
+			}
+		case line == "closed":
+			if f, err := readFcall(r1); err != io.EOF {
+				t.Fatalf("%s: got %v, %v; want the connection closed", pos, f, err)
+			}
 		case line[0] == 'T':
 			f, err := plan9.ParseFcall(line)
 			if err != nil {

@@ -85,7 +85,12 @@ type fileSpec struct {
 	perm plan9.Perm
 	mode string // for help
 	doc  string
-	open func(d *sessionDir, mode uint8) (tree.Handle, error)
+	// prompt says which of read and close finish at once (tree.Prompter).
+	// Opens never do: each checks under the session's lock that the
+	// session is still there, and a Submit holds that lock across the
+	// fsync of a prompt. Nor does a read that takes it.
+	prompt tree.Prompt
+	open   func(d *sessionDir, mode uint8) (tree.Handle, error)
 	// stat, if set, fills in length and version.
 	stat func(s *session.Session, st *plan9.Dir)
 }
@@ -113,6 +118,8 @@ func (f *sessFile) Open(ctx context.Context, mode uint8) (tree.Handle, error) {
 	}
 	return f.spec.open(f.d, mode)
 }
+
+func (f *sessFile) Prompt(uint8) tree.Prompt { return f.spec.prompt }
 
 // Remove of a file in a session does nothing: rm -r s/<id> removes the
 // files before the directory, and removing the directory ends the session.

@@ -45,7 +45,7 @@ func newSessionsDir(fs *tree.FS, h Sessions, scripts *tree.DiskDir) *sessionsDir
 		{Name: "new", Mode: "rw", Doc: "Clone file: write key=value settings (cwd required; name agent backend model), read the id back on the same fid.",
 			Node: fs.NewSynth("new", 0666, d.openNew)},
 		{Name: "idx", Mode: "r", Doc: "One line per session: id state agent backend model cwd (tab-separated).",
-			Node: fs.Text("idx", d.renderIdx)},
+			Node: memText(fs, "idx", d.renderIdx)},
 	}
 	return d
 }

@@ -17,75 +17,99 @@ import (
 // sessionTable defines the files of every session directory: walk, stat,
 // listing and help all come from it.
 var sessionTable = []fileSpec{
-	{name: "prompt", perm: 0222, mode: "w", doc: "Write a prompt. Queued if a turn runs. When the write returns it is on disk and state is no longer idle.",
+	{name: "prompt", perm: 0222, mode: "w", prompt: tree.PromptRead,
+		doc:  "Write a prompt. Queued if a turn runs. When the write returns it is on disk and state is no longer idle.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return &msgHandle{submit: d.s.Submit}, nil }},
-	{name: "chat", perm: plan9.DMAPPEND | 0444, mode: "r", doc: "The conversation, append-only: user:, assistant:, -> tool calls, :: info, error: lines. tail -f follows it.",
+	{name: "chat", perm: plan9.DMAPPEND | 0444, mode: "r", prompt: tree.PromptRead | tree.PromptClose,
+		doc:  "The conversation, append-only: user:, assistant:, -> tool calls, :: info, error: lines. tail -f follows it.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return openFileHandle(d.s.ChatPath()) },
 		stat: func(s *session.Session, st *plan9.Dir) {
 			st.Length, st.Qid.Vers = uint64(s.ChatSize()), s.ChatVersion()
 			st.Mtime = activity(s)
 			st.Atime = st.Mtime
 		}},
-	{name: "reply", perm: 0444, mode: "r", doc: "The last complete assistant reply only.",
+	{name: "reply", perm: 0444, mode: "r", prompt: tree.PromptRead | tree.PromptClose,
+		doc:  "The last complete assistant reply only.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(d.s.ReplyText()) }},
-	{name: "state", perm: 0444, mode: "r", doc: "idle, running, calling execute_code, compacting, waiting, asking or error.",
+	{name: "state", perm: 0444, mode: "r", prompt: tree.PromptRead | tree.PromptClose,
+		doc: "idle, running, calling execute_code, compacting, waiting, asking or error.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) {
 			st, _ := d.s.State()
 			return text([]byte(string(st) + "\n"))
 		},
 		stat: func(s *session.Session, st *plan9.Dir) { st.Qid.Vers = s.StateVersion() }},
-	{name: "statewait", perm: 0444, mode: "r", doc: "Blocks until the state differs from the one at open, then returns it; read again at 0 for the next change.",
+	{name: "statewait", perm: 0444, mode: "r", prompt: tree.PromptClose,
+		doc:  "Blocks until the state differs from the one at open, then returns it; read again at 0 for the next change.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return statewaitHandle(d.s), nil }},
-	{name: "wait", perm: 0444, mode: "r", doc: "Blocks until the session is idle with an empty queue; returns the state and the last turn's error.",
+	{name: "wait", perm: 0444, mode: "r", prompt: tree.PromptClose,
+		doc:  "Blocks until the session is idle with an empty queue; returns the state and the last turn's error.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return waitHandle(d.s), nil }},
-	{name: "events", perm: 0444, mode: "r", doc: "JSON lines with a seq number: state changes, tool calls, usage, compaction, errors. Reads block at the end.",
+	{name: "events", perm: 0444, mode: "r", prompt: tree.PromptClose,
+		doc: "JSON lines with a seq number: state changes, tool calls, usage, compaction, errors. Reads block at the end.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) {
 			return &followHandle{s: d.s, path: d.s.EventsPath()}, nil
 		}},
-	{name: "ctl", perm: 0222, mode: "w", doc: "Commands: stop kill compact clear save resume, rn NAME, model NAME, backend NAME, agent NAME.",
+	{name: "ctl", perm: 0222, mode: "w", prompt: tree.PromptRead,
+		doc: "Commands: stop kill compact clear save resume, rn NAME, model NAME, backend NAME, agent NAME.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) {
 			return &msgHandle{submit: func(cmd string) error { return d.ctl(cmd) }}, nil
 		}},
-	{name: "cfg", perm: 0666, mode: "rw", doc: "key=value settings; write some to change them (state, id, name read-only).",
+	{name: "cfg", perm: 0666, mode: "rw", prompt: tree.PromptClose,
+		doc: "key=value settings; write some to change them (state, id, name read-only).",
 		open: func(d *sessionDir, mode uint8) (tree.Handle, error) {
 			return &rwText{render: func() []byte { return renderKV(d.s.Cfg()) }, write: d.setCfg}, nil
 		}},
-	{name: "context", perm: 0444, mode: "r", doc: "The message history as sent to the model, JSON lines.",
+	{name: "context", perm: 0444, mode: "r", prompt: tree.PromptRead | tree.PromptClose,
+		doc:  "The message history as sent to the model, JSON lines.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return openFileHandle(d.s.ContextPath()) }},
-	{name: "systemprompt", perm: 0444, mode: "r", doc: "The rendered system prompt exactly as last sent.",
+	{name: "systemprompt", perm: 0444, mode: "r", prompt: tree.PromptRead | tree.PromptClose,
+		doc:  "The rendered system prompt exactly as last sent.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(d.s.SystemPrompt()) }},
-	{name: "usage", perm: 0444, mode: "r", doc: "Token counts: input output cache_read cache_write requests (estimated when not reported).",
+	{name: "usage", perm: 0444, mode: "r", prompt: tree.PromptRead | tree.PromptClose,
+		doc:  "Token counts: input output cache_read cache_write requests (estimated when not reported).",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(renderUsage(d.s.Usage())) }},
-	{name: "cost", perm: 0444, mode: "r", doc: "USD for the last turn and the whole session.",
+	{name: "cost", perm: 0444, mode: "r", prompt: tree.PromptRead | tree.PromptClose,
+		doc:  "USD for the last turn and the whole session.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(renderCost(d.s.Usage())) }},
-	{name: "ctxsz", perm: 0444, mode: "r", doc: "Context use: tokens / window (percent).",
+	{name: "ctxsz", perm: 0444, mode: "r", prompt: tree.PromptRead | tree.PromptClose,
+		doc:  "Context use: tokens / window (percent).",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(renderCtxsz(d.s.Usage())) }},
-	{name: "models", perm: 0444, mode: "r", doc: "Models the session's backend offers (asked on open, never on stat).",
+	{name: "models", perm: 0444, mode: "r", prompt: tree.PromptRead | tree.PromptClose,
+		doc:  "Models the session's backend offers (asked on open, never on stat).",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return d.models() }},
-	{name: "env", perm: 0666, mode: "rw", doc: "KEY=VALUE lines for this session's tools; KEY= removes; secret values never shown.",
+	{name: "env", perm: 0666, mode: "rw", prompt: tree.PromptClose,
+		doc: "KEY=VALUE lines for this session's tools; KEY= removes; secret values never shown.",
 		open: func(d *sessionDir, mode uint8) (tree.Handle, error) {
 			return &rwText{render: func() []byte { return renderEnv(d.s.Env()) }, write: d.s.SetEnv}, nil
 		}},
-	{name: "fifo.in", perm: 0222, mode: "w", doc: "Queue a prompt for after the current turn.",
+	{name: "fifo.in", perm: 0222, mode: "w", prompt: tree.PromptRead,
+		doc:  "Queue a prompt for after the current turn.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return &msgHandle{submit: d.s.Enqueue}, nil }},
-	{name: "fifo.out", perm: 0444, mode: "r", doc: "Consuming read: pops the next queued prompt. stat and ls do not pop.",
+	{name: "fifo.out", perm: 0444, mode: "r", prompt: tree.PromptClose,
+		doc:  "Consuming read: pops the next queued prompt. stat and ls do not pop.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return popHandle(d.s), nil }},
-	{name: "queue", perm: 0444, mode: "r", doc: "The queued prompts, one JSON string a line; reading does not pop.",
+	{name: "queue", perm: 0444, mode: "r", prompt: tree.PromptRead | tree.PromptClose,
+		doc:  "The queued prompts, one JSON string a line; reading does not pop.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(renderQueue(d.s.Queue())) }},
-	{name: "plan", perm: 0666, mode: "rw", doc: "The agent's planning scratch space, kept with the session.",
+	{name: "plan", perm: 0666, mode: "rw", prompt: tree.PromptRead | tree.PromptClose,
+		doc:  "The agent's planning scratch space, kept with the session.",
 		open: func(d *sessionDir, mode uint8) (tree.Handle, error) { return openPlan(d.s, mode) }},
-	{name: "offset", perm: 0444, mode: "r", doc: "Byte offset in chat just after the last prompt: tail -c +$((n+1)) chat is the latest answer.",
+	{name: "offset", perm: 0444, mode: "r", prompt: tree.PromptRead | tree.PromptClose,
+		doc:  "Byte offset in chat just after the last prompt: tail -c +$((n+1)) chat is the latest answer.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text([]byte(itoa(d.s.Offset()) + "\n")) }},
-	{name: "prompt.prev", perm: 0444, mode: "r", doc: "The last submitted prompt.",
+	{name: "prompt.prev", perm: 0444, mode: "r", prompt: tree.PromptRead | tree.PromptClose,
+		doc:  "The last submitted prompt.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(d.s.PrevPromptText()) }},
-	{name: "spawn", perm: 0666, mode: "rw", doc: "Clone file for sub-agents: a job spec as for b/new; read back the job id (b/<id>). They run under this session's sandbox policy and stop with it.",
+	{name: "spawn", perm: 0666, mode: "rw",
+		doc: "Clone file for sub-agents: a job spec as for b/new; read back the job id (b/<id>). They run under this session's sandbox policy and stop with it.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) {
 			if d.parent.hooks.Spawn == nil {
 				return nil, errs.E(errs.Unsupported, "sub-agents are not available here")
 			}
 			return &jobClone{make: func(text string) (string, error) { return d.parent.hooks.Spawn(d.s, text) }}, nil
 		}},
-	{name: "tail", perm: 0555, mode: "r, exec", doc: "A script: tail -f of this session's chat.",
+	{name: "tail", perm: 0555, mode: "r, exec", prompt: tree.PromptRead | tree.PromptClose,
+		doc: "A script: tail -f of this session's chat.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) {
 			return text([]byte("#!/bin/sh\n# Follow this session's chat.\nexec tail -n +1 -f \"$(dirname \"$0\")/chat\"\n"))
 		}},

@@ -45,6 +45,7 @@ type File interface {
 // Handle is one open of a File. Calls may run concurrently; a handle
 // that cannot support that serializes itself. ctx is cancelled when the
 // client flushes the request: a blocking read must return promptly then.
+// As with io.WriterAt, WriteAt must not keep p: the server reuses it.
 type Handle interface {
 	ReadAt(ctx context.Context, p []byte, off int64) (int, error)
 	WriteAt(ctx context.Context, p []byte, off int64) (int, error)

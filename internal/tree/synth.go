@@ -20,7 +20,11 @@ type Synth struct {
 	// Length, if set, reports a size for stat; it must be cheap. Synthetic
 	// files report 0 otherwise, as on Plan 9: read them to the end.
 	Length func() int64
-	open   Opener
+	// Prompts are the operations that finish at once (see Prompter).
+	// NewSynth promises none; Text, Ctl and RW promise what their
+	// handles do, and a caller whose render is prompt adds PromptOpen.
+	Prompts Prompt
+	open    Opener
 }
 
 // Opener opens a synthetic file.
@@ -34,27 +38,31 @@ func (fs *FS) NewSynth(name string, perm plan9.Perm, open Opener) *Synth {
 // Text is a read-only file whose content is rendered at open and served
 // from that snapshot, so a read in several pieces sees one version.
 func (fs *FS) Text(name string, render func() ([]byte, error)) *Synth {
-	return fs.NewSynth(name, 0444, func(ctx context.Context, mode uint8) (Handle, error) {
+	s := fs.NewSynth(name, 0444, func(ctx context.Context, mode uint8) (Handle, error) {
 		b, err := render()
 		if err != nil {
 			return nil, err
 		}
 		return &Snapshot{Data: b}, nil
 	})
+	s.Prompts = PromptRead | PromptClose
+	return s
 }
 
 // Ctl is a write-only file: each write is one command, applied before the
 // write returns, and its error is the write's error.
 func (fs *FS) Ctl(name string, do func(ctx context.Context, cmd []byte) error) *Synth {
-	return fs.NewSynth(name, 0222, func(ctx context.Context, mode uint8) (Handle, error) {
+	s := fs.NewSynth(name, 0222, func(ctx context.Context, mode uint8) (Handle, error) {
 		return ctlHandle(do), nil
 	})
+	s.Prompts = PromptOpen | PromptRead | PromptClose // only writes do anything
+	return s
 }
 
 // RW is a read-write file: reads serve a snapshot taken at open; each
 // write is applied at once by do.
 func (fs *FS) RW(name string, render func() ([]byte, error), do func(ctx context.Context, data []byte) error) *Synth {
-	return fs.NewSynth(name, 0666, func(ctx context.Context, mode uint8) (Handle, error) {
+	s := fs.NewSynth(name, 0666, func(ctx context.Context, mode uint8) (Handle, error) {
 		h := &rwHandle{do: do}
 		if mode&3 != plan9.OWRITE {
 			b, err := render()
@@ -65,6 +73,8 @@ func (fs *FS) RW(name string, render func() ([]byte, error), do func(ctx context
 		}
 		return h, nil
 	})
+	s.Prompts = PromptRead | PromptClose
+	return s
 }
 
 func (s *Synth) Stat() (plan9.Dir, error) {
