@@ -98,7 +98,5 @@ type ask struct {
 
 // Removed reports whether the session has ended.
 func (s *Session) Removed() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.removed
+	return s.removed.Load()
 }

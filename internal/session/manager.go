@@ -236,7 +236,7 @@ func (m *Manager) Remove(key string) error {
 	}
 	m.mu.Lock()
 	s.mu.Lock()
-	s.removed = true
+	s.removed.Store(true)
 	s.closeLogsLocked()
 	s.notify.broadcast()
 	s.mu.Unlock()

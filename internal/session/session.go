@@ -37,11 +37,11 @@ type Session struct {
 	systemSet bool
 	offset    int64 // chat size just after the last user prompt
 	prev      string
-	turn      *turn // the running turn, nil when none
-	removed   bool
-	unsynced  bool     // the directory is not yet durable (see New)
-	notify    notifier // state, queue and event changes
-	nextSeq   int64    // next event sequence number; -1 until counted
+	turn      *turn       // the running turn, nil when none
+	removed   atomic.Bool // read without mu: stats of a session's files must not wait for its lock
+	unsynced  bool        // the directory is not yet durable (see New)
+	notify    notifier    // state, queue and event changes
+	nextSeq   int64       // next event sequence number; -1 until counted
 	asks      map[int]*ask
 	askSeq    int
 	open      map[string]*appendFile // logs kept open (see openLogsLocked)
@@ -126,7 +126,7 @@ func (s *Session) Submit(prompt string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.removed {
+	if s.removed.Load() {
 		return errs.E(errs.NotExist, "session ended")
 	}
 	if s.turn != nil || len(s.queue) > 0 && s.paused == "" {
@@ -209,7 +209,7 @@ func (s *Session) Wait(done <-chan struct{}) (State, string, error) {
 	for {
 		s.mu.Lock()
 		st, e, ch := s.state, s.lastErr, s.notify.wait()
-		settled := s.turn == nil && (len(s.queue) == 0 || s.paused != "") || s.removed
+		settled := s.turn == nil && (len(s.queue) == 0 || s.paused != "") || s.removed.Load()
 		paused := s.paused
 		s.mu.Unlock()
 		if settled {

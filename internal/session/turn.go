@@ -105,7 +105,7 @@ func (s *Session) run(ctx context.Context, tr *turn, t *Turn, compact bool) {
 	s.saveUsageLocked()
 	s.turn = nil
 	close(tr.done)
-	if len(s.queue) > 0 && s.paused == "" && !s.removed && !s.m.closing.Load() {
+	if len(s.queue) > 0 && s.paused == "" && !s.removed.Load() && !s.m.closing.Load() {
 		next := s.queue[0]
 		if err := s.saveQueueLocked(s.queue[1:]); err == nil {
 			if err := s.startLocked(next, false); err != nil {

@@ -5,8 +5,11 @@ package testutil
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"ollie.dev/ollie/internal/config"
@@ -73,13 +76,26 @@ func RequireFUSE(t testing.TB) {
 }
 
 // WriteFile writes a file under dir, making directories as needed.
+//
+// An executable is written by a child process: if this process held it
+// open for writing, a fork made meanwhile by a parallel test would hold
+// the descriptor too until its exec, and running the file would fail with
+// "text file busy".
 func WriteFile(t testing.TB, dir, name, content string, perm os.FileMode) {
 	t.Helper()
 	p := filepath.Join(dir, name)
 	if err := os.MkdirAll(filepath.Dir(p), 0700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(p, []byte(content), perm); err != nil {
-		t.Fatal(err)
+	if perm&0111 == 0 {
+		if err := os.WriteFile(p, []byte(content), perm); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	cmd := exec.Command("/bin/sh", "-c", `cat > "$1" && chmod "$2" "$1"`, "sh", p, fmt.Sprintf("%o", perm.Perm()))
+	cmd.Stdin = strings.NewReader(content)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("write %s: %v %s", p, err, out)
 	}
 }
