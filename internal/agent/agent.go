@@ -90,6 +90,9 @@ type setup struct {
 	maxStep int
 	step    int    // the current step of the turn, from 1
 	plan    string // the session's plan, re-read at every step
+	// lastPrompt is the input size the last request reported, and lastLen
+	// the number of history messages it carried (see estimate).
+	lastPrompt, lastLen int
 }
 
 func (r *Runner) setup(ctx context.Context, t *session.Turn) (*setup, error) {

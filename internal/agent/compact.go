@@ -38,7 +38,7 @@ func (r *Runner) Compact(ctx context.Context, t *session.Turn) error {
 // verbatim, the current task is restated after the summary, and the
 // whole history before compaction stays on disk in history/.
 func (r *Runner) maybeCompact(ctx context.Context, t *session.Turn, st *setup, msgs *[]backend.Message, force bool) error {
-	est := backend.EstimateRequest(r.buildRequest(st, *msgs))
+	est := r.estimate(st, *msgs)
 	at := st.agent.CompactAt
 	if at == 0 {
 		at = 0.8
@@ -82,8 +82,29 @@ func (r *Runner) maybeCompact(ctx context.Context, t *session.Turn, st *setup, m
 		return err
 	}
 	*msgs = next
+	st.lastPrompt = 0 // the history changed: estimate it whole next time
 	r.hook(ctx, t, st, "postCompact", map[string]any{"messages": len(next), "note": note})
 	return nil
+}
+
+// estimate is the size of the next request: what the last one reported it
+// took, plus an estimate of the messages added since (tool results, the
+// reply); the whole request is estimated only when nothing was reported
+// yet in this turn. Tokenizing the whole history at every step costs more
+// than the step itself.
+func (r *Runner) estimate(st *setup, msgs []backend.Message) int {
+	if st.lastPrompt > 0 && st.lastLen <= len(msgs) {
+		n := st.lastPrompt
+		for i := range msgs[st.lastLen:] {
+			m := &msgs[st.lastLen+i]
+			n += 4 + backend.EstimateTokens(m.Text)
+			for _, c := range m.Calls {
+				n += backend.EstimateTokens(string(c.Args))
+			}
+		}
+		return n
+	}
+	return backend.EstimateRequest(r.buildRequest(st, msgs))
 }
 
 // cutPoint returns the index from which the history is kept verbatim:

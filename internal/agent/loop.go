@@ -201,8 +201,12 @@ func (r *Runner) execute(ctx context.Context, t *session.Turn, st *setup, args j
 		env = append(env, v.Key+"="+v.Value)
 	}
 	policy := firstOf(m.Sandbox, st.agent.Sandbox)
+	tmp, err := t.S.EnsureTmp()
+	if err != nil {
+		return nil, err
+	}
 	spec := execute.Spec{
-		Cwd: m.Cwd, Tmp: t.S.TmpDir(), Tools: r.o.Config.ConfigDir + "/t", Env: env,
+		Cwd: m.Cwd, Tmp: tmp, Tools: r.o.Config.ConfigDir + "/t", Env: env,
 		Policy: policy, Consent: &consent{t: t, timeout: r.consentTimeout()},
 		Session: m.ID,
 	}

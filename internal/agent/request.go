@@ -31,6 +31,7 @@ func (r *Runner) request(ctx context.Context, t *session.Turn, st *setup, msgs *
 		reply, err := st.be.Chat(ctx, req, streamer(t))
 		if err == nil {
 			r.account(t, st, req, reply)
+			st.lastLen = len(*msgs) // the history the reported size covers
 			return reply, nil
 		}
 		if ctx.Err() != nil {
@@ -181,6 +182,7 @@ func (r *Runner) account(t *session.Turn, st *setup, req *backend.Request, reply
 	if u.Prompt() == 0 && u.Output == 0 {
 		u = backend.Usage{Input: backend.EstimateRequest(req), Output: backend.EstimateTokens(reply.Message.Text) + len(reply.Message.Calls)*20, Estimated: true}
 	}
+	st.lastPrompt = u.Prompt()
 	model := firstOf(reply.Model, st.model)
 	cost, known := backend.Cost(model, u)
 	t.AddUsage(session.Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite,

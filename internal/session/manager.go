@@ -110,7 +110,8 @@ func (m *Manager) New(sp Spec) (*Session, error) {
 	if sp.Name != "" && (m.byName[sp.Name] != nil || m.byID[sp.Name] != nil) {
 		return nil, errs.E(errs.Exist, "a session is already called "+sp.Name)
 	}
-	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0700); err != nil {
+	// tmp/ is made by the first tool call that needs it (EnsureTmp).
+	if err := os.Mkdir(dir, 0700); err != nil {
 		return nil, err
 	}
 	// Not fsync'd: creating a session acknowledges nothing a crash of the

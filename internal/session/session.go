@@ -59,6 +59,16 @@ func (s *Session) Dir() string { return s.dir }
 // TmpDir is the session's scratch directory for execute_code.
 func (s *Session) TmpDir() string { return filepath.Join(s.dir, "tmp") }
 
+// EnsureTmp makes the scratch directory if it does not exist yet and
+// returns it.
+func (s *Session) EnsureTmp() (string, error) {
+	d := s.TmpDir()
+	if err := os.Mkdir(d, 0700); err != nil && !os.IsExist(err) {
+		return "", err
+	}
+	return d, nil
+}
+
 // Meta returns a copy of the session's settings.
 func (s *Session) Meta() Meta {
 	s.mu.Lock()
