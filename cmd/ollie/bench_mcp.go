@@ -57,7 +57,9 @@ func benchMCP(b *benchEnv) ([]benchRow, error) {
 		return nil, err
 	}
 	t := r.Tokens
-	ms := func(d interface{ Microseconds() int64 }) string { return fmt.Sprintf("%9.1fms", float64(d.Microseconds())/1000) }
+	ms := func(d interface{ Microseconds() int64 }) string {
+		return fmt.Sprintf("%9.1fms", float64(d.Microseconds())/1000)
+	}
 	return []benchRow{
 		{key: "mcp.script", op: "execute_code: t/ script doing echo", value: ms(r.Script)},
 		{key: "mcp.bridge", op: "execute_code: t/mcp call everything echo", value: ms(r.Bridge) + fmt.Sprintf("  %.0fx the script (a Node server starts each call)", float64(r.Bridge)/float64(r.Script))},
