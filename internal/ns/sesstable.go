@@ -18,7 +18,7 @@ import (
 // listing and help all come from it.
 var sessionTable = []fileSpec{
 	{name: "prompt", perm: 0222, mode: "w", prompt: tree.PromptRead,
-		doc:  "Write a prompt. Queued if a turn runs. When the write returns it is on disk and state is no longer idle.",
+		doc:  "Write a prompt, in one write (bash's echo writes line by line: use cat for several lines). Queued if a turn runs. When the write returns it is on disk and state is no longer idle.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return &msgHandle{submit: d.s.Submit}, nil }},
 	{name: "chat", perm: plan9.DMAPPEND | 0444, mode: "r", prompt: tree.PromptRead | tree.PromptClose,
 		doc:  "The conversation, append-only: user:, assistant:, -> tool calls, :: info, error: lines. tail -f follows it.",
