@@ -3,7 +3,6 @@ package ns
 import (
 	"context"
 	"strings"
-	"sync"
 
 	"9fans.net/go/plan9"
 
@@ -24,19 +23,13 @@ type Batch struct {
 // batchDir is b/: the clone file new, the script q (from the config
 // directory), and one directory per job.
 type batchDir struct {
-	fs      *tree.FS
+	mixedDir
 	hooks   Batch
-	path    uint64
-	fixed   []tree.Entry
-	scripts *tree.DiskDir
-
-	mu      sync.Mutex
-	qids    map[string]uint64
-	members map[string]*sessionsDir // per job: its members seen as sessions
+	members map[string]*sessionsDir // per job: its members seen as sessions; under mu
 }
 
 func newBatchDir(fs *tree.FS, h Batch, scripts *tree.DiskDir) *batchDir {
-	d := &batchDir{fs: fs, hooks: h, path: fs.Qids.Next(), scripts: scripts, qids: map[string]uint64{}, members: map[string]*sessionsDir{}}
+	d := &batchDir{mixedDir: newMixedDir(fs, "b", scripts, 4), hooks: h, members: map[string]*sessionsDir{}}
 	d.fixed = []tree.Entry{{Name: "new", Mode: "rw",
 		Doc:  "Clone file: write key=value settings (agent model backend cwd parallel=N), a line ---, the prompt; read the job id back.",
 		Node: fs.NewSynth("new", 0666, func(ctx context.Context, mode uint8) (tree.Handle, error) { return d.cloneHandle(nil), nil })}}
@@ -46,7 +39,7 @@ func newBatchDir(fs *tree.FS, h Batch, scripts *tree.DiskDir) *batchDir {
 // cloneHandle makes a job from a spec; parent is the spawning session.
 func (d *batchDir) cloneHandle(parent *session.Session) *jobClone {
 	return &jobClone{make: func(text string) (string, error) {
-		sp, err := batch.ParseSpec(text, func(h string) (map[string]string, error) { return parseKV(h, batch.SpecKeys) })
+		sp, err := batch.ParseSpec(text, ParseJobKV)
 		if err != nil {
 			return "", err
 		}
@@ -58,52 +51,22 @@ func (d *batchDir) cloneHandle(parent *session.Session) *jobClone {
 	}}
 }
 
-func (d *batchDir) Stat() (plan9.Dir, error) {
-	return dirStat(d.fs, d.path, "b", 0755), nil
-}
-
-func dirStat(fs *tree.FS, path uint64, name string, perm plan9.Perm) plan9.Dir {
-	return plan9.Dir{Qid: plan9.Qid{Path: path, Type: plan9.QTDIR}, Mode: plan9.DMDIR | perm, Name: name,
-		Uid: fs.Uid, Gid: fs.Uid, Muid: fs.Uid, Mtime: fs.Mtime, Atime: fs.Mtime}
-}
-
 func (d *batchDir) Walk(name string) (tree.Node, error) {
-	for _, e := range d.fixed {
-		if e.Name == name {
-			return e.Node, nil
-		}
+	if n, ok := d.walkFixed(name); ok {
+		return n, nil
 	}
 	if j, ok := d.hooks.R.Get(name); ok {
 		return d.jobNode(j), nil
 	}
-	if d.scripts != nil {
-		return d.scripts.Walk(name)
-	}
-	return nil, errs.E(errs.NotExist, name)
+	return d.walkScript(name)
 }
 
 func (d *batchDir) jobNode(j *batch.Job) *jobDir {
-	d.mu.Lock()
-	base, ok := d.qids[j.ID()]
-	if !ok {
-		base = d.fs.Qids.Block(4)
-		d.qids[j.ID()] = base
-	}
-	d.mu.Unlock()
-	return &jobDir{b: d, j: j, base: base}
+	return &jobDir{b: d, j: j, base: d.qidBlock(j.ID())}
 }
 
 func (d *batchDir) List() ([]plan9.Dir, error) {
-	var out []plan9.Dir
-	for _, e := range d.fixed {
-		st, _ := e.Node.Stat()
-		out = append(out, st)
-	}
-	if d.scripts != nil {
-		if ents, err := d.scripts.List(); err == nil {
-			out = append(out, ents...)
-		}
-	}
+	out := d.listFixed()
 	for _, j := range d.hooks.R.List() {
 		st, _ := d.jobNode(j).Stat()
 		out = append(out, st)
@@ -182,7 +145,7 @@ func (d *jobDir) sessions() *sessionsDir {
 	defer d.b.mu.Unlock()
 	v := d.b.members[d.j.ID()]
 	if v == nil {
-		v = &sessionsDir{fs: d.b.fs, hooks: Sessions{M: d.j.Manager()}, qids: map[string]uint64{}}
+		v = &sessionsDir{mixedDir: mixedDir{fs: d.b.fs, block: sessionQids, qids: map[string]uint64{}}, hooks: Sessions{M: d.j.Manager()}}
 		d.b.members[d.j.ID()] = v
 	}
 	return v

@@ -28,25 +28,12 @@ type jobClone struct {
 func (h *jobClone) ReadAt(_ context.Context, p []byte, off int64) (int, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.id == "" && len(h.buf) > 0 {
-		// The spec never completed; say why here rather than hand back the template.
-		text := string(h.buf)
-		h.buf = nil
-		id, err := h.make(text)
-		if err != nil {
-			return 0, err
-		}
-		h.id, h.wend = id, h.at
+	// A spec that never completed is made now: the reader learns why it
+	// fails rather than getting the template back.
+	if err := h.makeLocked(); err != nil {
+		return 0, err
 	}
-	text := "agent=\nmodel=\nbackend=\ncwd=\nparallel=1\n---\nPROMPT\n"
-	if h.id != "" {
-		text = h.id + "\n"
-		off = idOffset(off, h.wend)
-	}
-	if off >= int64(len(text)) {
-		return 0, nil
-	}
-	return copy(p, text[off:]), nil
+	return cloneRead(p, off, h.id, h.wend, "agent=\nmodel=\nbackend=\ncwd=\nparallel=1\n---\nPROMPT\n"), nil
 }
 
 func (h *jobClone) WriteAt(_ context.Context, p []byte, off int64) (int, error) {
@@ -70,13 +57,26 @@ func (h *jobClone) WriteAt(_ context.Context, p []byte, off int64) (int, error) 
 		}
 		return len(p), nil
 	}
+	if err := h.makeLocked(); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// makeLocked makes the job from the spec held so far, if there is one
+// and no job was made yet.
+func (h *jobClone) makeLocked() error {
+	if h.id != "" || len(h.buf) == 0 {
+		return nil
+	}
+	text := string(h.buf)
 	h.buf = nil
 	id, err := h.make(text)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	h.id, h.wend = id, h.at
-	return len(p), nil
+	return nil
 }
 
 // checkHead fails early on settings lines that are wrong already, so a
@@ -104,27 +104,25 @@ const maxSpec = 4 << 20
 func (h *jobClone) Sync() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.id != "" || len(h.buf) == 0 {
-		return nil
-	}
-	text := string(h.buf)
-	h.buf = nil
-	id, err := h.make(text)
-	if err != nil {
-		return err
-	}
-	h.id, h.wend = id, h.at
-	return nil
+	return h.makeLocked()
 }
 
-// idOffset lets the id of a clone file be read at offset 0, as on Plan 9,
-// or right after the write that made it, where a shell that opened the
-// file read-write (exec 3<>new) reads next.
-func idOffset(off, wend int64) int64 {
-	if off >= wend {
-		return off - wend
+// cloneRead serves a read of a clone file: the template of what to write
+// until something was made, then its id. The id can be read at offset 0,
+// as on Plan 9, or right after the write that made it (wend), where a
+// shell that opened the file read-write (exec 3<>new) reads next.
+func cloneRead(p []byte, off int64, id string, wend int64, template string) int {
+	text := template
+	if id != "" {
+		text = id + "\n"
+		if off >= wend {
+			off -= wend
+		}
 	}
-	return off
+	if off >= int64(len(text)) {
+		return 0
+	}
+	return copy(p, text[off:])
 }
 
 // Close starts a spec that never ended a line (printf without \n); its

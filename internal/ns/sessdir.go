@@ -25,10 +25,10 @@ func (d *sessionDir) Stat() (plan9.Dir, error) {
 	if d.s.Removed() {
 		return plan9.Dir{}, errs.E(errs.NotExist, "session ended")
 	}
-	fs := d.parent.fs
-	t := activity(d.s)
-	return plan9.Dir{Qid: plan9.Qid{Path: d.base, Type: plan9.QTDIR}, Mode: plan9.DMDIR | 0755, Name: d.name,
-		Uid: fs.Uid, Gid: fs.Uid, Muid: fs.Uid, Mtime: t, Atime: t}, nil
+	st := dirStat(d.parent.fs, d.base, d.name, 0755)
+	st.Mtime = activity(d.s)
+	st.Atime = st.Mtime
+	return st, nil
 }
 
 // activity is when the session last changed: its chat's mtime, else its

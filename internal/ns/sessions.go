@@ -26,21 +26,18 @@ type Sessions struct {
 // sessionsDir is s/: the clone file new, idx, the session scripts (from
 // the config directory) and one directory per session.
 type sessionsDir struct {
-	fs      *tree.FS
-	hooks   Sessions
-	path    uint64
-	fixed   []tree.Entry
-	scripts *tree.DiskDir
-
-	mu   sync.Mutex
-	qids map[string]uint64 // session id -> first qid of its block
+	mixedDir
+	hooks Sessions
 }
+
+// sessionQids is the block of a session: its directory, its files, ask/.
+var sessionQids = len(sessionTable) + 2
 
 // SessionKeys are the keys s/new accepts.
 var SessionKeys = []string{"cwd", "name", "agent", "backend", "model"}
 
 func newSessionsDir(fs *tree.FS, h Sessions, scripts *tree.DiskDir) *sessionsDir {
-	d := &sessionsDir{fs: fs, hooks: h, path: fs.Qids.Next(), scripts: scripts, qids: map[string]uint64{}}
+	d := &sessionsDir{mixedDir: newMixedDir(fs, "s", scripts, sessionQids), hooks: h}
 	d.fixed = []tree.Entry{
 		{Name: "new", Mode: "rw", Doc: "Clone file: write key=value settings (cwd required; name agent backend model), read the id back on the same fid.",
 			Node: fs.NewSynth("new", 0666, d.openNew)},
@@ -50,48 +47,22 @@ func newSessionsDir(fs *tree.FS, h Sessions, scripts *tree.DiskDir) *sessionsDir
 	return d
 }
 
-func (d *sessionsDir) Stat() (plan9.Dir, error) {
-	return plan9.Dir{Qid: plan9.Qid{Path: d.path, Type: plan9.QTDIR}, Mode: plan9.DMDIR | 0755, Name: "s",
-		Uid: d.fs.Uid, Gid: d.fs.Uid, Muid: d.fs.Uid, Mtime: d.fs.Mtime, Atime: d.fs.Mtime}, nil
-}
-
 func (d *sessionsDir) Walk(name string) (tree.Node, error) {
-	for _, e := range d.fixed {
-		if e.Name == name {
-			return e.Node, nil
-		}
+	if n, ok := d.walkFixed(name); ok {
+		return n, nil
 	}
 	if s, ok := d.hooks.M.Get(name); ok {
 		return d.sessionNode(s, name), nil
 	}
-	if d.scripts != nil {
-		return d.scripts.Walk(name)
-	}
-	return nil, errs.E(errs.NotExist, name)
+	return d.walkScript(name)
 }
 
 func (d *sessionsDir) sessionNode(s *session.Session, name string) *sessionDir {
-	d.mu.Lock()
-	base, ok := d.qids[s.ID()]
-	if !ok {
-		base = d.fs.Qids.Block(len(sessionTable) + 2) // the directory, its files, ask/
-		d.qids[s.ID()] = base
-	}
-	d.mu.Unlock()
-	return &sessionDir{parent: d, s: s, base: base, name: name}
+	return &sessionDir{parent: d, s: s, base: d.qidBlock(s.ID()), name: name}
 }
 
 func (d *sessionsDir) List() ([]plan9.Dir, error) {
-	var out []plan9.Dir
-	for _, e := range d.fixed {
-		st, _ := e.Node.Stat()
-		out = append(out, st)
-	}
-	if d.scripts != nil {
-		if ents, err := d.scripts.List(); err == nil {
-			out = append(out, ents...)
-		}
-	}
+	out := d.listFixed()
 	for _, s := range d.hooks.M.List() {
 		name := s.Name()
 		if name == "" {
@@ -150,15 +121,7 @@ func (h *cloneHandle) ReadAt(_ context.Context, p []byte, off int64) (int, error
 	h.mu.Lock()
 	id, wend := h.id, h.wend
 	h.mu.Unlock()
-	text := "cwd=\nname=\nagent=\nbackend=\nmodel=\n"
-	if id != "" {
-		text = id + "\n"
-		off = idOffset(off, wend)
-	}
-	if off >= int64(len(text)) {
-		return 0, nil
-	}
-	return copy(p, text[off:]), nil
+	return cloneRead(p, off, id, wend, "cwd=\nname=\nagent=\nbackend=\nmodel=\n"), nil
 }
 
 func (h *cloneHandle) WriteAt(_ context.Context, p []byte, off int64) (int, error) {
