@@ -1,15 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"net"
 	"os"
-	"strings"
 	"syscall"
 	"time"
 
 	"9fans.net/go/plan9"
+	"ollie.dev/ollie/internal/fusebridge"
 )
 
 // probe checks that a 9P server answers Tversion on the unix socket.
@@ -34,32 +33,11 @@ func probe(socket string) error {
 	return nil
 }
 
-// isMountPoint reports whether dir is a mount point, from mountinfo.
-func isMountPoint(dir string) bool {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) > 4 && unescapeMount(fields[4]) == dir {
-			return true
-		}
-	}
-	return false
-}
-
-func unescapeMount(s string) string {
-	return strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, `\`).Replace(s)
-}
-
 // cleanDeadMount lazily unmounts dir if it is a mount whose server died
 // (stat fails with ENOTCONN), so a restart can mount there again.
 func cleanDeadMount(dir string) bool {
 	_, err := os.Stat(dir)
-	if errors.Is(err, syscall.ENOTCONN) || (err != nil && isMountPoint(dir)) {
+	if errors.Is(err, syscall.ENOTCONN) || (err != nil && fusebridge.IsMountPoint(dir)) {
 		return syscall.Unmount(dir, syscall.MNT_DETACH) == nil
 	}
 	return false
@@ -69,7 +47,7 @@ func cleanDeadMount(dir string) bool {
 // that was killed. A live mount there is an error.
 func prepareMountPoint(dir string) error {
 	cleanDeadMount(dir)
-	if isMountPoint(dir) {
+	if fusebridge.IsMountPoint(dir) {
 		return errors.New(dir + " is already a mount point; unmount it or choose another with -mount")
 	}
 	return os.MkdirAll(dir, 0700)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"ollie.dev/ollie/internal/daemon"
+	"ollie.dev/ollie/internal/fusebridge"
 )
 
 var startFlags serverFlags
@@ -110,7 +111,7 @@ func waitReady(ctx context.Context, socket, mnt string, mounted bool, exited <-c
 		if probe(socket) != nil {
 			continue
 		}
-		if !mounted || isMountPoint(mnt) {
+		if !mounted || fusebridge.IsMountPoint(mnt) {
 			return nil
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+
+	"ollie.dev/ollie/internal/fusebridge"
 )
 
 func init() {
@@ -33,7 +35,7 @@ func runStatus(ctx context.Context, env *Env, args []string) error {
 		fmt.Fprintf(env.Stdout, "  uptime %ss\n", trimNL(up))
 	}
 	m := "not mounted"
-	if isMountPoint(c.Mount) {
+	if fusebridge.IsMountPoint(c.Mount) {
 		m = "mounted"
 	}
 	fmt.Fprintf(env.Stdout, "  tree   %s (%s)\n  log    %s\n", c.Mount, m, filepath.Join(c.StateDir, "ollie.log"))

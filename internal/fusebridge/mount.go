@@ -147,7 +147,7 @@ func checkMountPoint(dir string, logf func(string, ...any)) error {
 	if !fi.IsDir() {
 		return errs.E(errs.NotDir, "mount point "+dir)
 	}
-	if isMountPoint(dir) {
+	if IsMountPoint(dir) {
 		return errs.E(errs.Busy, "mount point "+dir+" is already mounted")
 	}
 	f, err := os.Open(dir)
@@ -161,8 +161,8 @@ func checkMountPoint(dir string, logf func(string, ...any)) error {
 	return nil
 }
 
-// isMountPoint reports whether dir is listed in /proc/self/mountinfo.
-func isMountPoint(dir string) bool {
+// IsMountPoint reports whether dir is listed in /proc/self/mountinfo.
+func IsMountPoint(dir string) bool {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return false
