@@ -31,9 +31,13 @@ type Backend struct {
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 
 // ValidName reports whether s is a valid name for a backend, agent, session,
-// tool or skill: [A-Za-z0-9._-]+, and not "." or "..".
-func ValidName(s string) bool {
-	return len(s) <= 128 && nameRE.MatchString(s) && s != "." && s != ".."
+// tool or skill: [A-Za-z0-9._-]+, not "." or "..", at most 128 bytes.
+func ValidName(s string) bool { return ValidNameLen(s, 128) }
+
+// ValidNameLen is the rule of ValidName with another length bound (names
+// of files on disk may be up to 255 bytes).
+func ValidNameLen(s string, max int) bool {
+	return len(s) <= max && nameRE.MatchString(s) && s != "." && s != ".."
 }
 
 func checkBackends(bs []Backend) error {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"ollie.dev/ollie/internal/config"
 	"ollie.dev/ollie/internal/errs"
 )
 
@@ -42,17 +43,7 @@ func CheckName(n string) error {
 	return nil
 }
 
-func validName(n string) bool {
-	if n == "" || n == "." || n == ".." || len(n) > 128 {
-		return false
-	}
-	for _, c := range n {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
+func validName(n string) bool { return config.ValidName(n) }
 
 // NewID returns a session id: <unix-ns>-<6 hex>, which sorts by creation.
 func NewID() string {

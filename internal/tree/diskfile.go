@@ -5,13 +5,13 @@ import (
 	"io"
 	"os"
 	"path"
-	"regexp"
 	"strconv"
 	"syscall"
 	"time"
 
 	"9fans.net/go/plan9"
 
+	"ollie.dev/ollie/internal/config"
 	"ollie.dev/ollie/internal/errs"
 )
 
@@ -198,13 +198,9 @@ func (h *diskHandle) Close() error { return h.f.Close() }
 // Sync makes the file durable (a null wstat: the 9P fsync).
 func (h *diskHandle) Sync() error { return h.f.Sync() }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
-
-// validName reports whether name may be created: [A-Za-z0-9._-]+, not . or
-// .., at most 255 bytes.
-func validName(name string) bool {
-	return len(name) <= 255 && nameRE.MatchString(name) && name != "." && name != ".."
-}
+// validName reports whether name may be created: the names rule of
+// NAMESPACE.md, at most 255 bytes.
+func validName(name string) bool { return config.ValidNameLen(name, 255) }
 
 func quote(s string) string {
 	if len(s) > 64 {
