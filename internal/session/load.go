@@ -1,7 +1,6 @@
 package session
 
 import (
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,7 +20,7 @@ func (m *Manager) load(id string) (*Session, error) {
 	if fi, err := os.Stat(s.ChatPath()); err == nil {
 		s.chatSize.Store(fi.Size())
 	}
-	s.offset = promptEnd(s.ChatPath(), s.PrevPromptText(), s.chatSize.Load())
+	s.offset = -1 // found at the first read of offset, not at every start-up
 	last := lastTurnEvent(s.EventsPath())
 	switch {
 	case last.Type == "turn_start":
@@ -64,38 +63,18 @@ func promptEnd(chat string, prev []byte, size int64) int64 {
 // lastTurnEvent returns the last turn_start or turn_end event of an events
 // log, reading it backwards from the end.
 func lastTurnEvent(name string) Event {
-	var ev Event
-	f, err := os.Open(name)
-	if err != nil {
-		return ev
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return ev
-	}
-	const chunk = 64 << 10
-	var tail []byte
-	for end := fi.Size(); end > 0; {
-		off := max(end-chunk, 0)
-		b := make([]byte, end-off)
-		if _, err := f.ReadAt(b, off); err != nil && err != io.EOF {
-			return ev
+	var found Event
+	scanBack(name, func(line string) bool {
+		if !strings.Contains(line, `"type":"turn_`) {
+			return true
 		}
-		tail = append(b, tail...)
-		end = off
-		lines := strings.Split(string(tail), "\n")
-		if off > 0 {
-			lines = lines[1:] // may be cut; it is read whole with the next chunk
+		var ev Event
+		decodeJSON(line, &ev)
+		if ev.Type == "turn_start" || ev.Type == "turn_end" {
+			found = ev
+			return false
 		}
-		for i := len(lines) - 1; i >= 0; i-- {
-			if strings.Contains(lines[i], `"type":"turn_`) {
-				decodeJSON(lines[i], &ev)
-				if ev.Type == "turn_start" || ev.Type == "turn_end" {
-					return ev
-				}
-			}
-		}
-	}
-	return ev
+		return true
+	})
+	return found
 }

@@ -30,10 +30,13 @@ func (s *Session) ReplyText() []byte {
 // PrevPromptText returns the last submitted prompt.
 func (s *Session) PrevPromptText() []byte {
 	s.mu.Lock()
-	p := s.prev
-	s.mu.Unlock()
-	if p != "" {
-		return []byte(p)
+	defer s.mu.Unlock()
+	return s.prevPromptLocked()
+}
+
+func (s *Session) prevPromptLocked() []byte {
+	if s.prev != "" {
+		return []byte(s.prev)
 	}
 	m, _ := lastMessage(s.ContextPath(), "user")
 	return []byte(m.Text)

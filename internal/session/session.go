@@ -35,7 +35,7 @@ type Session struct {
 	replySet  bool
 	system    string // the system prompt as last written, once known
 	systemSet bool
-	offset    int64 // chat size just after the last user prompt
+	offset    int64 // chat size just after the last user prompt; -1 until found after a load
 	prev      string
 	turn      *turn       // the running turn, nil when none
 	removed   atomic.Bool // read without mu: stats of a session's files must not wait for its lock
@@ -105,7 +105,14 @@ func (s *Session) SystemPrompt() []byte { return readOrEmpty(filepath.Join(s.dir
 func (s *Session) Plan() []byte         { return readOrEmpty(filepath.Join(s.dir, "plan")) }
 func readOrEmpty(name string) []byte    { b, _ := os.ReadFile(name); return b }
 func (s *Session) Usage() Usage         { s.mu.Lock(); defer s.mu.Unlock(); return s.usage }
-func (s *Session) Offset() int64        { s.mu.Lock(); defer s.mu.Unlock(); return s.offset }
+func (s *Session) Offset() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.offset < 0 {
+		s.offset = promptEnd(s.ChatPath(), s.prevPromptLocked(), s.chatSize.Load())
+	}
+	return s.offset
+}
 func (s *Session) Queue() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
