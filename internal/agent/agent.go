@@ -102,13 +102,9 @@ func (r *Runner) setup(ctx context.Context, t *session.Turn) (*setup, error) {
 		return nil, err
 	}
 	st := &setup{agent: a, meta: meta}
-	name := firstOf(meta.Backend, a.Backend)
-	if name == "" && len(r.o.Backends) > 0 {
-		name = r.o.Backends[0].Name()
-	}
-	be, ok := r.backends[name]
-	if !ok {
-		return nil, errs.E(errs.NotExist, "no backend "+name+" configured (see backends)")
+	be, err := r.backend(meta.Backend, a.Backend)
+	if err != nil {
+		return nil, err
 	}
 	st.be = be
 	st.model = firstOf(meta.Model, a.Model)
@@ -193,18 +189,15 @@ func (r *Runner) setFenced(be, model string) {
 // Models lists the models of the session's backend.
 func (r *Runner) Models(ctx context.Context, s *session.Session) ([]string, error) {
 	meta := s.Meta()
-	name := meta.Backend
-	if name == "" {
+	agentBackend := ""
+	if meta.Backend == "" {
 		if a, err := r.loadAgent(meta.Agent); err == nil {
-			name = a.Backend
+			agentBackend = a.Backend
 		}
 	}
-	if name == "" && len(r.o.Backends) > 0 {
-		name = r.o.Backends[0].Name()
-	}
-	be, ok := r.backends[name]
-	if !ok {
-		return nil, errs.E(errs.NotExist, "no backend "+name)
+	be, err := r.backend(meta.Backend, agentBackend)
+	if err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -217,6 +210,20 @@ func (r *Runner) Models(ctx context.Context, s *session.Session) ([]string, erro
 		out[i] = m.ID
 	}
 	return out, nil
+}
+
+// backend picks a session's backend: its own setting, else its agent's,
+// else the first configured.
+func (r *Runner) backend(session, agent string) (backend.Backend, error) {
+	name := firstOf(session, agent)
+	if name == "" && len(r.o.Backends) > 0 {
+		name = r.o.Backends[0].Name()
+	}
+	be, ok := r.backends[name]
+	if !ok {
+		return nil, errs.E(errs.NotExist, "no backend "+name+" configured (see backends)")
+	}
+	return be, nil
 }
 
 func firstOf(s ...string) string {

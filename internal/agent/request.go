@@ -187,7 +187,6 @@ func (r *Runner) account(t *session.Turn, st *setup, req *backend.Request, reply
 	cost, known := backend.Cost(model, u)
 	t.AddUsage(session.Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite,
 		Requests: 1, Estimated: u.Estimated, Cost: cost, CostKnown: known, Context: u.Prompt(), Window: st.window})
-	t.AddTurnCost(cost)
 }
 
 // checkSpend refuses a request once the session has spent its cap.

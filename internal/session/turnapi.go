@@ -129,6 +129,7 @@ func (t *Turn) AddUsage(u Usage) {
 	s.usage.Requests += u.Requests
 	s.usage.Estimated = s.usage.Estimated || u.Estimated
 	s.usage.Cost += u.Cost
+	s.usage.TurnCost += u.Cost // StartTurnCost resets it at each turn
 	s.usage.CostKnown = s.usage.CostKnown || u.CostKnown
 	if u.Context > 0 {
 		s.usage.Context = u.Context
@@ -145,14 +146,6 @@ func (t *Turn) StartTurnCost() {
 	s := t.S
 	s.mu.Lock()
 	s.usage.TurnCost = 0
-	s.mu.Unlock()
-}
-
-// AddTurnCost adds to the last turn's cost.
-func (t *Turn) AddTurnCost(c float64) {
-	s := t.S
-	s.mu.Lock()
-	s.usage.TurnCost += c
 	s.mu.Unlock()
 }
 
