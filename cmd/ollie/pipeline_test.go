@@ -1,18 +1,17 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"ollie.dev/ollie/internal/llmtest"
+	"ollie.dev/ollie/internal/testutil"
 )
 
 // pipelineScript answers the prompts of the documented pipelines. Rules
@@ -325,7 +324,7 @@ func TestInterruptStopsTheTurn(t *testing.T) {
 		cmd := exec.Command(filepath.Join(e.cwd, script), "take your time")
 		cmd.Dir, cmd.Env = e.cwd, e.env
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		errb := &syncBuffer{}
+		errb := &testutil.LogBuf{}
 		cmd.Stderr = errb
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -364,24 +363,6 @@ func TestInterruptStopsTheTurn(t *testing.T) {
 			}
 		}
 	}
-}
-
-// syncBuffer is a buffer a process writes while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestModelAndBackendFlags: -model and -backend choose what answers; on

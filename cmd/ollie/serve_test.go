@@ -1,44 +1,25 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"ollie.dev/ollie/internal/fusebridge"
 	"ollie.dev/ollie/internal/testutil"
 )
-
-// syncBuf is a bytes.Buffer a process may write while the test reads.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // served is an `ollie serve -mount` running as a process of its own.
 type served struct {
 	cmd *exec.Cmd
 	env []string
 	mnt string
-	log *syncBuf
+	log *testutil.LogBuf
 }
 
 // serveMount runs the ollie binary (this test binary, as TestMain makes
@@ -53,7 +34,7 @@ func serveMount(t *testing.T) *served {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(rt) })
-	s := &served{mnt: filepath.Join(t.TempDir(), "mnt"), log: &syncBuf{},
+	s := &served{mnt: filepath.Join(t.TempDir(), "mnt"), log: &testutil.LogBuf{},
 		env: []string{"HOME=" + home, "XDG_RUNTIME_DIR=" + rt, "PATH=" + os.Getenv("PATH"), "LC_ALL=C"}}
 	s.cmd = exec.Command(os.Args[0], "serve", "-mount", s.mnt)
 	s.cmd.Env = append(s.env, "OLLIE_TEST_MAIN=1")
@@ -124,7 +105,7 @@ func TestServeMount(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("ollie serve did not stop on SIGINT")
 	}
-	if isMountPoint(s.mnt) {
+	if fusebridge.IsMountPoint(s.mnt) {
 		t.Errorf("%s is still mounted after ollie serve stopped", s.mnt)
 	}
 }

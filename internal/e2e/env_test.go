@@ -1,9 +1,7 @@
 package e2e_test
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,24 +22,6 @@ import (
 // hangTimeout bounds waits that only exist to turn a hang into a failure.
 const hangTimeout = 20 * time.Second
 
-// logBuf collects the mount's log, where the daemon's error texts go.
-type logBuf struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuf) Logf(format string, args ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	fmt.Fprintf(&l.buf, format+"\n", args...)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
 // env is one test's real daemon, in this process, and a real FUSE mount
 // of its tree.
 type env struct {
@@ -53,7 +33,7 @@ type env struct {
 	mnt    string
 	work   string // scratch directory outside the mount, $W in scripts
 	srv    *fusebridge.Server
-	log    *logBuf
+	log    *testutil.LogBuf
 
 	mu sync.Mutex
 	d  *daemon.Daemon // replaced by restart
@@ -64,7 +44,7 @@ type env struct {
 func start(t *testing.T, tune ...func(*env)) *env {
 	t.Helper()
 	testutil.RequireFUSE(t)
-	e := &env{t: t, cfg: testutil.Home(t, nil), runner: newRunner(), log: &logBuf{}}
+	e := &env{t: t, cfg: testutil.Home(t, nil), runner: newRunner(), log: &testutil.LogBuf{}}
 	e.opts = daemon.Options{Runner: e.runner, Log: testLogger(e.log)}
 	e.mopts = fusebridge.Options{Uname: "tester", Logf: e.log.Logf}
 	for _, f := range tune {

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"ollie.dev/ollie/internal/session"
+	"ollie.dev/ollie/internal/testutil"
 )
 
 // testRunner stands in for the agent loop, the one part of the daemon a
@@ -58,11 +59,11 @@ func (r *testRunner) releaseAll() {
 }
 
 // logWriter sends the daemon's log lines to the test's log buffer.
-type logWriter struct{ l *logBuf }
+type logWriter struct{ l *testutil.LogBuf }
 
 func (w logWriter) Write(p []byte) (int, error) {
 	w.l.Logf("%s", strings.TrimSuffix(string(p), "\n"))
 	return len(p), nil
 }
 
-func testLogger(l *logBuf) *log.Logger { return log.New(logWriter{l}, "ollie: ", 0) }
+func testLogger(l *testutil.LogBuf) *log.Logger { return log.New(logWriter{l}, "ollie: ", 0) }

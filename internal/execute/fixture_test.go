@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"ollie.dev/ollie/internal/config"
-	"ollie.dev/ollie/internal/sandbox"
+	"ollie.dev/ollie/internal/testutil"
 )
 
 // oneShot runs the tests against the one-shot sandbox helper, a helper
@@ -23,12 +23,7 @@ var oneShot = flag.Bool("oneshot", false, "start every stage through a one-shot 
 // TestMain lets the test binary serve as the sandbox helper: Start runs
 // os.Args[0] with the helper's arguments, and this hook hands them to
 // sandbox.HelperMain, the function `ollie sandbox-exec` runs.
-func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == sandbox.HelperCommand {
-		os.Exit(sandbox.HelperMain(os.Args[2:]))
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { testutil.SandboxMain(m) }
 
 // fixture is a user with a home full of fake secrets, an ollie
 // configuration with a fake key, another session's data, and a session

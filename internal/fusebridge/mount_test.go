@@ -1,42 +1,22 @@
 package fusebridge_test
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"ollie.dev/ollie/internal/fusebridge"
 	"ollie.dev/ollie/internal/ninep/client"
 	"ollie.dev/ollie/internal/ninep/ninetest"
+	"ollie.dev/ollie/internal/testutil"
 )
 
 // hangTimeout bounds waits that only exist to turn a hang into a failure.
 const hangTimeout = 30 * time.Second
-
-// logBuf collects the mount's log.
-type logBuf struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuf) Logf(format string, args ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	fmt.Fprintf(&l.buf, format+"\n", args...)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
 
 // env is one test's daemon and mount.
 type env struct {
@@ -46,7 +26,7 @@ type env struct {
 	ln   *ninetest.Listener
 	mnt  string
 	srv  *fusebridge.Server
-	log  *logBuf
+	log  *testutil.LogBuf
 }
 
 func requireFUSE(t testing.TB) {
@@ -58,7 +38,7 @@ func requireFUSE(t testing.TB) {
 // mount serves a fresh ninetest tree on a unix socket and mounts it.
 func mount(t testing.TB, opts fusebridge.Options) *env {
 	requireFUSE(t)
-	e := &env{t: t, tree: ninetest.NewTree(), log: &logBuf{}}
+	e := &env{t: t, tree: ninetest.NewTree(), log: &testutil.LogBuf{}}
 	dir := t.TempDir()
 	e.sock = filepath.Join(dir, "9p.sock")
 	e.mnt = filepath.Join(dir, "mnt")

@@ -4,15 +4,10 @@ import (
 	"os"
 	"testing"
 
-	"ollie.dev/ollie/internal/sandbox"
+	"ollie.dev/ollie/internal/testutil"
 )
 
-func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == sandbox.HelperCommand {
-		os.Exit(sandbox.HelperMain(os.Args[2:]))
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { testutil.SandboxMain(m) }
 
 func newEnv(t testing.TB) *Env {
 	exe, _ := os.Executable()

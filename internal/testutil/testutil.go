@@ -4,17 +4,20 @@
 package testutil
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"ollie.dev/ollie/internal/config"
 	"ollie.dev/ollie/internal/daemon"
 	"ollie.dev/ollie/internal/ninep/client"
+	"ollie.dev/ollie/internal/sandbox"
 )
 
 // Home makes a temporary home and returns the configuration ollie would
@@ -98,4 +101,40 @@ func WriteFile(t testing.TB, dir, name, content string, perm os.FileMode) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("write %s: %v %s", p, err, out)
 	}
+}
+
+// SandboxMain is the TestMain of packages whose tests run execute_code:
+// the test binary is then also the sandbox helper, started as
+// `BINARY sandbox-exec ...` as ollie itself is.
+func SandboxMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == sandbox.HelperCommand {
+		os.Exit(sandbox.HelperMain(os.Args[2:]))
+	}
+	os.Exit(m.Run())
+}
+
+// LogBuf collects output for a test to show or search while it is still
+// being written: log lines (its Logf fits the Logf fields of the options
+// that take one) or a process's stdout and stderr (it is an io.Writer).
+type LogBuf struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *LogBuf) Logf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintf(&l.buf, format+"\n", args...)
+}
+
+func (l *LogBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *LogBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }

@@ -18,17 +18,11 @@ import (
 	"ollie.dev/ollie/internal/fusebridge"
 	"ollie.dev/ollie/internal/llmtest"
 	"ollie.dev/ollie/internal/ninep/client"
-	"ollie.dev/ollie/internal/sandbox"
 	"ollie.dev/ollie/internal/testutil"
 )
 
 // The test binary is also the sandbox helper, as ollie itself is.
-func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == sandbox.HelperCommand {
-		os.Exit(sandbox.HelperMain(os.Args[2:]))
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { testutil.SandboxMain(m) }
 
 var ctx = context.Background()
 
