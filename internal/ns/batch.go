@@ -165,7 +165,16 @@ func (d *jobDir) List() ([]plan9.Dir, error) {
 }
 
 // Remove removes the job (rm -r b/<id>).
-func (d *jobDir) Remove(ctx context.Context) error { return d.b.hooks.R.Remove(d.j.ID()) }
+func (d *jobDir) Remove(ctx context.Context) error {
+	if err := d.b.hooks.R.Remove(d.j.ID()); err != nil {
+		return err
+	}
+	d.b.forget(d.j.ID())
+	d.b.mu.Lock()
+	delete(d.b.members, d.j.ID())
+	d.b.mu.Unlock()
+	return nil
+}
 
 // fixedQid gives a synthetic file of a job a qid from the job's block.
 type fixedQid struct {

@@ -76,6 +76,14 @@ func (d *mixedDir) qidBlock(key string) uint64 {
 	return base
 }
 
+// forget drops the qid block of an entry that is gone (a session or job
+// removed), so the table does not grow for the life of the daemon.
+func (d *mixedDir) forget(key string) {
+	d.mu.Lock()
+	delete(d.qids, key)
+	d.mu.Unlock()
+}
+
 func dirStat(fs *tree.FS, path uint64, name string, perm plan9.Perm) plan9.Dir {
 	return plan9.Dir{Qid: plan9.Qid{Path: path, Type: plan9.QTDIR}, Mode: plan9.DMDIR | perm, Name: name,
 		Uid: fs.Uid, Gid: fs.Uid, Muid: fs.Uid, Mtime: fs.Mtime, Atime: fs.Mtime}

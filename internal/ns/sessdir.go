@@ -68,7 +68,11 @@ func (d *sessionDir) List() ([]plan9.Dir, error) {
 
 // Remove ends the session (rmdir, or the last step of rm -r).
 func (d *sessionDir) Remove(ctx context.Context) error {
-	return d.parent.hooks.M.Remove(d.s.ID())
+	if err := d.parent.hooks.M.Remove(d.s.ID()); err != nil {
+		return err
+	}
+	d.parent.forget(d.s.ID())
+	return nil
 }
 
 // Wstat with a new name renames the session (mv s/a s/b).
