@@ -196,7 +196,7 @@ func (r *Runner) execute(ctx context.Context, t *session.Turn, st *setup, args j
 		return nil, errs.E(errs.Unavailable, "execute_code is not available in this daemon")
 	}
 	m := st.meta
-	env := ToolEnv(r.o.Mount, m.ID)
+	env := ToolEnv(r.o.Mount, t.S.TreePath(), m.ID)
 	for _, v := range t.S.Env() {
 		env = append(env, v.Key+"="+v.Value)
 	}
@@ -210,32 +210,33 @@ func (r *Runner) execute(ctx context.Context, t *session.Turn, st *setup, args j
 		Policy: policy, Consent: &consent{t: t, timeout: r.consentTimeout()},
 		Session: m.ID,
 	}
-	spec.Read, spec.Write = r.treeGrants(policy, m.ID)
+	spec.Read, spec.Write = TreeGrants(r.o.Config.Sandbox, r.o.Mount, policy, t.S.TreePath())
 	return r.o.Exec.Run(ctx, spec, args)
 }
 
 // ToolEnv is what a session's tools learn of the tree: OLLIE_ID, and,
-// when the tree is mounted at mount, OLLIE and OLLIE_SESSION.
-func ToolEnv(mount, id string) []string {
+// when the tree is mounted at mount, OLLIE and OLLIE_SESSION, the
+// session's own directory (dir, relative to the tree: s/<id>, or
+// b/<job>/<k> for a sub-agent).
+func ToolEnv(mount, dir, id string) []string {
 	env := []string{"OLLIE_ID=" + id}
 	if mount != "" {
-		env = append(env, "OLLIE="+mount, "OLLIE_SESSION="+mount+"/s/"+id)
+		env = append(env, "OLLIE="+mount, "OLLIE_SESSION="+mount+"/"+dir)
 	}
 	return env
 }
 
-func (r *Runner) treeGrants(policy, id string) (read, write []string) {
-	return TreeGrants(r.o.Config.Sandbox, r.o.Mount, policy, id)
-}
-
-// TreeGrants opens the tree mounted at mount to session id's tools: all
-// of it to read (it holds no secrets), and, when the profile lets the
-// session write its cwd, its memory (m/), the shared tmp/ and its own
-// session directory (plan, spawn of sub-agents ...) to write. Agent
-// configurations, tools, skills, prompts and other sessions stay
-// read-only: code the model wrote cannot change its own policy or reach
-// another session.
-func TreeGrants(sb config.Sandbox, mount, policy, id string) (read, write []string) {
+// TreeGrants opens the tree mounted at mount to the tools of the session
+// whose directory is dir: all of it to read, and, when the profile lets
+// the session write its cwd, its memory (m/), the shared tmp/ and its
+// own directory (plan, spawn of sub-agents ...) to write.
+//
+// This is the outer fence, in Landlock's terms of paths. What a stage may
+// really do in the tree is the daemon's stage table (internal/ns,
+// stage.go), which the daemon applies to every request of a stage by
+// who is asking: an ask/ file, cfg, ctl or another session's queue under
+// a granted path are still refused.
+func TreeGrants(sb config.Sandbox, mount, policy, dir string) (read, write []string) {
 	if mount == "" {
 		return nil, nil
 	}
@@ -244,7 +245,7 @@ func TreeGrants(sb config.Sandbox, mount, policy, id string) (read, write []stri
 	if err != nil || prof.Cwd != config.AccessRW {
 		return read, nil
 	}
-	return read, []string{mount + "/m", mount + "/tmp", mount + "/s/" + id}
+	return read, []string{mount + "/m", mount + "/tmp", mount + "/" + dir}
 }
 
 // indentOutput shows a tool's output in chat, cut to a readable size (the

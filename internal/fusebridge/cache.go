@@ -46,6 +46,9 @@ func (n *node) openCached(ctx context.Context, flags uint32) (*handle, uint32, b
 	if flags&(syscall.O_ACCMODE|syscall.O_TRUNC) != syscall.O_RDONLY {
 		return nil, 0, false
 	}
+	if _, stage := stageCaller(ctx); stage {
+		return nil, 0, false // its open must reach the daemon's stage table
+	}
 	n.mu.Lock()
 	plain := n.plain
 	n.mu.Unlock()

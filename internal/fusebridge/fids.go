@@ -162,6 +162,9 @@ func (n *node) withFid(ctx context.Context, op func(f *client.Fid, s *session) e
 	if err != nil {
 		return err
 	}
+	if pid, ok := stageCaller(ctx); ok {
+		return n.withCallerFid(ctx, s, pid, op)
+	}
 	n.mu.Lock()
 	f := n.fid
 	if n.sess != s {

@@ -134,6 +134,11 @@ func (n *node) lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 			return err
 		}
 		n.b.fillEntry(d, out)
+		if s.via != nil {
+			// A caller's fid is not kept as the node's (caller.go).
+			go f.Clunk(context.Background())
+			f, s = nil, nil
+		}
 		ino = n.newChild(ctx, name, d, f, s)
 		return nil
 	})

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 
 	"9fans.net/go/plan9"
+
+	"ollie.dev/ollie/internal/tree"
 )
 
 // conn is one 9P conversation.
@@ -29,6 +31,7 @@ type conn struct {
 	msize atomic.Uint32 // negotiated by Tversion; read by pending requests
 
 	fids map[uint32]*fid
+	who  *tree.Principal // the peer; nil for the daemon's user (guard.go)
 	req  request
 	obuf []byte
 

@@ -104,13 +104,17 @@ func allowed(st plan9.Dir, mode uint8) error {
 
 func (c *conn) open(ctx context.Context, r *request, f *fid, b []byte) ([]byte, error) {
 	f.mu.Lock()
-	omode, qid, n := f.omode, f.qid, f.path[len(f.path)-1]
+	omode, qid, path := f.omode, f.qid, f.path
 	f.mu.Unlock()
+	n := path[len(path)-1]
 	switch {
 	case omode != -1:
 		return b, errDuplicateOpen
 	case qid.Type&plan9.QTDIR != 0 && r.mode&^plan9.ORCLOSE != plan9.OREAD:
 		return b, errIsDir
+	}
+	if err := c.guardOpen(f, path, r.mode); err != nil {
+		return b, err
 	}
 	c.srv.Stats.Ops[opOpen].Add(1)
 	st, err := n.Stat()
@@ -160,6 +164,9 @@ func (c *conn) create(ctx context.Context, r *request, f *fid, b []byte) ([]byte
 		return b, errCreateNonDir
 	}
 	c.srv.Stats.Ops[opCreate].Add(1)
+	if err := c.guard(f, path, tree.OpCreate); err != nil {
+		return b, err
+	}
 	cr, ok := path[len(path)-1].(tree.Creator)
 	if !ok {
 		return b, errs.E(errs.Permission, "cannot create "+quote(r.name)+" here")

@@ -48,6 +48,13 @@ type Server struct {
 	// Log, if set, receives one line per connection error.
 	Log   *log.Logger
 	Trace io.Writer // protocol trace, for debugging
+
+	// Guard decides what a stage may do (see guard.go); with none, a
+	// stage may only walk and stat. Resolve says who a process is, for
+	// attaches on behalf of a caller ("pid=N"); nil means the user.
+	// Both are set before serving and never change.
+	Guard   tree.Guard
+	Resolve func(pid int) *tree.Principal
 }
 
 // DefaultMsize lets a read or write move 128 KiB in one message: as much
@@ -68,6 +75,10 @@ const inSize = 16 * 1024
 // the client breaks the protocol. Requests still running then are
 // cancelled, as if flushed, and every fid is clunked.
 func (s *Server) ServeConn(in io.ReadCloser, out io.WriteCloser) {
+	s.serveConn(in, out, nil)
+}
+
+func (s *Server) serveConn(in io.ReadCloser, out io.WriteCloser, who *tree.Principal) {
 	msize := s.Msize
 	if msize == 0 {
 		msize = DefaultMsize
@@ -80,6 +91,7 @@ func (s *Server) ServeConn(in io.ReadCloser, out io.WriteCloser) {
 		out:     out,
 		fids:    map[uint32]*fid{},
 		pending: map[uint16]*pending{},
+		who:     who,
 	}
 	c.msize.Store(msize)
 	c.serve()

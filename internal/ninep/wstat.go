@@ -34,8 +34,12 @@ func (c *conn) wstat(ctx context.Context, r *request, f *fid) error {
 		return err
 	}
 	f.mu.Lock()
-	h, qid, n := f.h, f.qid, f.path[len(f.path)-1]
+	h, qid, path := f.h, f.qid, f.path
 	f.mu.Unlock()
+	n := path[len(path)-1]
+	if err := c.guardWstat(f, path, d); err != nil {
+		return err
+	}
 	switch {
 	case d.IsNull():
 		c.srv.Stats.Ops[opWstat].Add(1)

@@ -53,6 +53,7 @@ type Counter struct {
 type NS struct {
 	Root  *tree.StaticDir
 	FS    *tree.FS
+	Guard tree.Guard // what a stage may do (stage.go)
 	roots []*os.Root
 }
 
@@ -169,6 +170,7 @@ func Build(o Options) (*NS, error) {
 	}
 	root.Add(tree.Entry{Name: "stats", Mode: "r", Doc: "Daemon counters, one file each.", Node: statsDir(fs, o)})
 	n.Root = root
+	n.Guard = newStageGuard(root)
 	return n, nil
 }
 

@@ -18,6 +18,10 @@ import (
 type Options struct {
 	Dir   string // where session directories live (DataDir/s)
 	TrDir string // where transcripts go (DataDir/tr)
+	// TreeDir is where the tree shows these sessions, relative to its
+	// root: "s" (the default), or "b/<job>" for a job's members, which
+	// appear there by name.
+	TreeDir string
 	// Runner runs turns; nil makes every turn fail with a clear error.
 	Runner Runner
 	// DefaultAgent is the agent of a session that names none.

@@ -56,6 +56,15 @@ func (s *Session) ID() string { return s.id }
 // Dir returns the session's directory on disk.
 func (s *Session) Dir() string { return s.dir }
 
+// TreePath is the session's directory in the tree, relative to its root:
+// s/<id>, or b/<job>/<k> for a member of a job.
+func (s *Session) TreePath() string {
+	if d := s.m.o.TreeDir; d != "" {
+		return d + "/" + s.Name()
+	}
+	return "s/" + s.id
+}
+
 // TmpDir is the session's scratch directory for execute_code.
 func (s *Session) TmpDir() string { return filepath.Join(s.dir, "tmp") }
 
