@@ -76,7 +76,7 @@ func Start(cfg *config.Config, o Options) (*Daemon, error) {
 	d.OnClose(func() { lk.Close(); os.Remove(lk.Name()) })
 
 	var reg *batch.Registry
-	so := session.Options{Runner: o.Runner, CheckAgent: agentChecker(cfg), CheckBackend: backendChecker(cfg),
+	so := session.Options{Runner: o.Runner, CheckAgent: agentChecker(cfg), CheckBackend: backendChecker(cfg), CheckCwd: cwdChecker(cfg),
 		Logf: d.log.Printf, OnStop: func(id string) { reg.StopChildren(id) }}
 	reg, err = batch.Open(batch.Options{Dir: filepath.Join(cfg.DataDir, "b"), Session: so, MaxRunning: cfg.MaxParallel, Logf: d.log.Printf})
 	if err != nil {

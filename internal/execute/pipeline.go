@@ -90,7 +90,7 @@ func (r *run) elevate(ctx context.Context, j *job) string {
 		return "elevation denied: no one is asked for consent in this session"
 	}
 	req := Request{
-		Session: r.spec.Session, Stage: j.id, Cwd: r.spec.Cwd,
+		Session: r.spec.Session, Stage: j.id, Cwd: r.spec.Cwd, Policy: r.spec.Policy,
 		Language: j.stage.Language, Code: j.stage.Code, Tool: j.stage.Tool, Args: j.stage.Args,
 	}
 	d, err := r.spec.Consent.Ask(ctx, req)

@@ -162,8 +162,12 @@ func Build(o Options) (*NS, error) {
 			n.Close()
 			return nil, err
 		}
+		bh := *o.Batch
+		if bh.Spawn == nil && o.Sessions != nil {
+			bh.Spawn = o.Sessions.Spawn
+		}
 		root.Add(tree.Entry{Name: "b", Mode: "dir", Doc: "Batch jobs: fork-join of ephemeral sessions.",
-			Node: newBatchDir(fs, *o.Batch, scripts)})
+			Node: newBatchDir(fs, bh, scripts)})
 	}
 	for _, e := range o.Extra {
 		root.Add(e)

@@ -93,7 +93,7 @@ func (m *Manager) setField(meta *Meta, k, v string, busy bool) error {
 		}
 		meta.Model = v
 	case "cwd":
-		if err := checkCwd(v); err != nil {
+		if err := m.checkCwd(v); err != nil {
 			return err
 		}
 		meta.Cwd = v

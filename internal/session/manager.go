@@ -29,6 +29,9 @@ type Options struct {
 	// CheckAgent and CheckBackend validate names given in new or cfg.
 	CheckAgent   func(name string) error
 	CheckBackend func(name string) error
+	// CheckCwd, if set, refuses working directories a session may not
+	// have (sandbox.CheckSessionDir), beyond being an existing directory.
+	CheckCwd func(dir string) error
 	// OnStop is called when a session is stopped or killed (to stop the
 	// sub-agents it spawned).
 	OnStop func(id string)
@@ -141,7 +144,7 @@ func (m *Manager) checkSpec(sp *Spec) error {
 	if sp.Cwd == "" {
 		return errs.E(errs.Invalid, "cwd is required (cwd=/some/dir)")
 	}
-	if err := checkCwd(sp.Cwd); err != nil {
+	if err := m.checkCwd(sp.Cwd); err != nil {
 		return err
 	}
 	if sp.Name != "" {
