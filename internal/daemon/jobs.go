@@ -9,8 +9,8 @@ import (
 	"ollie.dev/ollie/internal/config"
 	"ollie.dev/ollie/internal/errs"
 	"ollie.dev/ollie/internal/execute"
-	"ollie.dev/ollie/internal/sandbox"
 	"ollie.dev/ollie/internal/ns"
+	"ollie.dev/ollie/internal/sandbox"
 	"ollie.dev/ollie/internal/session"
 )
 

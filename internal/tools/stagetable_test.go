@@ -300,7 +300,6 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-
 // A stage cannot approve its own elevation: one parallel branch asks to
 // leave the sandbox, its sibling tries to answer the request. The answer
 // is refused, the request stays pending until a person answers it, and
