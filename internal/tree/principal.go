@@ -14,6 +14,10 @@ type Principal struct {
 	// sandboxed process whose session is unknown (its stage has ended,
 	// or it is not ollie's), which may only read what is public.
 	Session string
+	// Hook marks a hook of the agent configuration (the user's own code,
+	// run unsandboxed) and whatever it starts: it may do what the user
+	// may, but answer a consent request, which only a person does.
+	Hook bool
 }
 
 // Op is what a principal does to a node.

@@ -31,7 +31,7 @@ import (
 // sessions. The zero value is ready to use.
 type Registry struct {
 	mu     sync.Mutex
-	groups map[int]string // process group id -> session id
+	groups map[int]tree.Principal // process group id -> who it is
 }
 
 // Stages is the registry of this process: the executor registers the
@@ -42,15 +42,24 @@ var Stages = &Registry{}
 // Add registers process group pgid as a stage of session. The returned
 // function unregisters it; call it once the group is dead.
 func (r *Registry) Add(pgid int, session string) (remove func()) {
+	return r.add(pgid, tree.Principal{Session: session})
+}
+
+// AddHook registers process group pgid as a hook run for session.
+func (r *Registry) AddHook(pgid int, session string) (remove func()) {
+	return r.add(pgid, tree.Principal{Session: session, Hook: true})
+}
+
+func (r *Registry) add(pgid int, p tree.Principal) (remove func()) {
 	r.mu.Lock()
 	if r.groups == nil {
-		r.groups = map[int]string{}
+		r.groups = map[int]tree.Principal{}
 	}
-	r.groups[pgid] = session
+	r.groups[pgid] = p
 	r.mu.Unlock()
 	return func() {
 		r.mu.Lock()
-		if r.groups[pgid] == session {
+		if r.groups[pgid] == p {
 			delete(r.groups, pgid)
 		}
 		r.mu.Unlock()
@@ -77,10 +86,10 @@ func (r *Registry) Resolve(pid int) *tree.Principal {
 		return &tree.Principal{}
 	}
 	r.mu.Lock()
-	s, found := r.groups[pgid]
+	p, found := r.groups[pgid]
 	r.mu.Unlock()
 	if found {
-		return &tree.Principal{Session: s}
+		return &p
 	}
 	nnp, ok := NoNewPrivs(pid)
 	if !ok || nnp {
