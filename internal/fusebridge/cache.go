@@ -56,7 +56,7 @@ func (n *node) openCached(ctx context.Context, flags uint32) (*handle, uint32, b
 		return nil, 0, false
 	}
 	var d *plan9.Dir
-	err := n.withFid(ctx, func(f *client.Fid, _ *session) (err error) {
+	err := n.withOwnFid(ctx, func(f *client.Fid, _ *session) (err error) {
 		d, err = f.Stat(ctx)
 		return err
 	})
