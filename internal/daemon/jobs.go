@@ -8,7 +8,6 @@ import (
 	"ollie.dev/ollie/internal/batch"
 	"ollie.dev/ollie/internal/config"
 	"ollie.dev/ollie/internal/errs"
-	"ollie.dev/ollie/internal/execute"
 	"ollie.dev/ollie/internal/ns"
 	"ollie.dev/ollie/internal/sandbox"
 	"ollie.dev/ollie/internal/session"
@@ -88,7 +87,7 @@ func orDefault(s string) string {
 // (sandbox.CheckSessionDir) with this daemon's directories.
 func cwdChecker(cfg *config.Config) func(string) error {
 	home, _ := os.UserHomeDir() // as the executor hides it (agent.FromConfig)
-	private := execute.PrivatePaths(cfg)
+	private := cfg.PrivatePaths()
 	return func(dir string) error { return sandbox.CheckSessionDir(dir, home, private) }
 }
 

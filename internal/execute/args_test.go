@@ -22,7 +22,6 @@ func TestBadArgs(t *testing.T) {
 		{`{"steps": [{"code": 1, "language": "bash"}]}`, "steps.code: want a string"},
 		{`{"steps": [{}]}`, "stage 1: needs code, tool or parallel"},
 		{`{"steps": [{"code": "x", "language": "bash", "tool": "t"}]}`, "stage 1: give only one of code, tool and parallel"},
-		{`{"steps": [{"code": "x"}]}`, "stage 1: code needs a language"},
 		{`{"steps": [{"language": "bash"}]}`, "stage 1: empty code"},
 		{`{"steps": [{"args": ["x"]}]}`, "stage 1: args need a tool"},
 		{`{"steps": [{"parallel": []}]}`, "stage 1: empty parallel"},
@@ -47,6 +46,19 @@ func TestBadArgs(t *testing.T) {
 		if msg := err.Error(); msg != strings.ToLower(msg[:1])+msg[1:] || strings.HasSuffix(msg, ".") {
 			t.Errorf("not Plan 9 wording: %q", msg)
 		}
+	}
+}
+
+// Inline code without a language is bash, as the schema says: models
+// often leave the field out.
+func TestLanguageDefaultsToBash(t *testing.T) {
+	f := newFixture(t)
+	res, err := f.executor().Run(t.Context(), f.spec(), []byte(`{"steps": [{"code": "echo ${BASH_VERSION:+bash}"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.String() != "bash\n" {
+		t.Fatalf("got %q, want bash's output", res.String())
 	}
 }
 
