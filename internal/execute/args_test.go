@@ -83,3 +83,25 @@ func TestSchemaIsSmall(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The model sees the stderr of stages that succeed: a warning, and a
+// command that failed inside a shell pipeline that succeeded.
+func TestStderrOfSucceedingStages(t *testing.T) {
+	f := newFixture(t)
+	args := `{"steps": [{"code": "echo warning: unused variable >&2; echo out"},` +
+		`{"parallel": [{"code": "cat; cat /no/such/file | sort"}, {"code": "true"}]}]}`
+	res, err := f.executor().Run(t.Context(), f.spec(), []byte(args))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := res.String()
+	for _, want := range []string{"out\n", "stderr of stage 1 (bash):\nwarning: unused variable\n",
+		"stderr of stage 2.1 (bash):\ncat: /no/such/file: No such file or directory\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("result lacks %q:\n%s", want, got)
+		}
+	}
+	if res.Failed || strings.Contains(got, "stage 2.2") {
+		t.Errorf("unexpected:\n%s", got)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -36,6 +37,16 @@ type outcome struct {
 	tooLarge bool
 	denied   string // why an elevated stage did not run
 	err      error  // the stage could not start
+	notes    []Note // stderr of the branches that succeeded, for a parallel stage
+}
+
+// stderrNotes is what the stages of o that succeeded wrote to stderr.
+func (o *outcome) stderrNotes() []Note {
+	notes := o.notes
+	if s := strings.TrimRight(o.stderr.String(), "\n"); s != "" && o.job != nil {
+		notes = append(notes, Note{Stage: o.job.id, Label: o.job.label, Stderr: s})
+	}
+	return notes
 }
 
 func (o *outcome) failed() bool {
