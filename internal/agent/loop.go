@@ -200,7 +200,8 @@ func (r *Runner) execute(ctx context.Context, t *session.Turn, st *setup, args j
 	for _, v := range t.S.Env() {
 		env = append(env, v.Key+"="+v.Value)
 	}
-	policy := firstOf(m.Sandbox, st.agent.Sandbox)
+	// The session's, else its agent's, else ollie.json's sandbox.default.
+	policy := firstOf(m.Sandbox, st.agent.Sandbox, r.o.Config.Sandbox.Default)
 	tmp, err := t.S.EnsureTmp()
 	if err != nil {
 		return nil, err
