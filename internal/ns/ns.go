@@ -81,7 +81,7 @@ var diskDirs = []struct {
 		tree.DiskPolicy{Create: true, Mkdir: true, Write: true, Remove: true, Rename: true, Exec: true, Sync: true}},
 	{"u", "r, exec", "Utility scripts composed from the primitives here (u/optimize ...).", false,
 		tree.DiskPolicy{Exec: true}},
-	{"x", "r, exec", "Plugins the daemon itself invokes (x/elevate, x/prime).", false,
+	{"x", "r, exec", "Plugins: executables of yours for hooks to call (none ship; the daemon runs none by itself).", false,
 		tree.DiskPolicy{Exec: true}},
 	{"m", "rw", "Memory notes; persistent, outside any session.", true,
 		tree.DiskPolicy{Create: true, Mkdir: true, Write: true, Remove: true, Rename: true, Sync: true}},
