@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"ollie.dev/ollie/internal/backend"
 	"ollie.dev/ollie/internal/config"
@@ -250,17 +251,56 @@ func TreeGrants(sb config.Sandbox, mount, policy, dir string) (read, write []str
 }
 
 // indentOutput shows a tool's output in chat, cut to a readable size (the
-// model gets all of it).
+// model gets all of it), with control characters made visible: chat is
+// read in terminals (cat, tail -f), and what a tool printed must not
+// drive them.
 func indentOutput(s string) string {
 	const max = 2000
 	if len(s) > max {
 		s = s[:max] + fmt.Sprintf("\n... (%d more bytes)\n", len(s)-max)
 	}
+	s = EscapeControls(s)
 	if !strings.HasSuffix(s, "\n") {
 		s += "\n"
 	}
 	return s
 }
+
+// EscapeControls writes the control characters of s but newline and tab
+// (C0, DEL and C1, escape sequences among them) as \xHH or \u00HH, and
+// invalid UTF-8 as \xHH, so that text from tools is inert in a terminal.
+func EscapeControls(s string) string {
+	clean := true
+	for _, r := range s {
+		if r == utf8.RuneError || (isControl(r) && r != '\n' && r != '\t') {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, "\\x%02x", s[i])
+		case r == '\n' || r == '\t':
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, "\\x%02x", r)
+		case r >= 0x80 && r < 0xa0:
+			fmt.Fprintf(&b, "\\u%04x", r)
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }
 
 func compactJSON(raw json.RawMessage) string {
 	var v any
