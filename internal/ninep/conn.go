@@ -42,6 +42,9 @@ type conn struct {
 	// pending are the requests running in goroutines, and the Tflushes
 	// waiting for them, by tag.
 	pending map[uint16]*pending
+	// running counts the requests in goroutines: at most MaxPending but
+	// for clunks and removes (limits.go).
+	running int
 }
 
 var errTooLong = errors.New("message longer than msize")
@@ -187,7 +190,11 @@ func (c *conn) dispatch(r *request, big *[]byte) (kept bool) {
 	var f *fid
 	switch r.typ {
 	case plan9.Tversion, plan9.Tauth, plan9.Tattach, plan9.Twalk:
-		c.obuf = c.serveConn(r, c.obuf)
+		if err := c.fidLimit(r); err != nil {
+			c.obuf = rerror(c.obuf, r.tag, err.Error(), c.msize.Load())
+		} else {
+			c.obuf = c.serveConn(r, c.obuf)
+		}
 		return false
 	case plan9.Tclunk, plan9.Tremove:
 		// The fid is gone for the requests that follow; the table's
@@ -204,6 +211,10 @@ func (c *conn) dispatch(r *request, big *[]byte) (kept bool) {
 	}
 	if c.prompt(r, f) {
 		c.obuf = c.run(context.Background(), r, f, c.obuf)
+		return false
+	}
+	if err := c.admit(r); err != nil {
+		c.obuf = rerror(c.obuf, r.tag, err.Error(), c.msize.Load())
 		return false
 	}
 	if r.typ != plan9.Tclunk && r.typ != plan9.Tremove {

@@ -51,6 +51,7 @@ func (c *conn) reply(p *pending, b []byte) {
 	defer c.wmu.Unlock()
 	c.mu.Lock()
 	b = c.retireLocked(p, b)
+	c.running--
 	c.mu.Unlock()
 	c.writeLocked(b)
 }
