@@ -37,7 +37,7 @@ func (b *countedBlocker) Close() error { b.c.n.Add(-1); return nil }
 
 // limitTree is testTree (transcript_test.go) plus "wait", a file whose
 // reads block until ctx is done and whose open handles are counted.
-func limitTree(t *testing.T) (tree.Dir, *openCount) {
+func limitTree(t testing.TB) (tree.Dir, *openCount) {
 	oc := &openCount{}
 	fs := &tree.FS{Qids: tree.NewQids(), Uid: "glenda", Mtime: 1000}
 	wait := fs.NewSynth("wait", 0444, func(ctx context.Context, mode uint8) (tree.Handle, error) {
