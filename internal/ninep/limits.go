@@ -11,11 +11,13 @@ import (
 // hang-up everything it held is released (conn.hangup).
 //
 // Memory per connection is bounded by them: a fid costs a few hundred
-// bytes (its path, its open handle, a directory snapshot while open), a
-// request in a goroutine about 8 KiB (the goroutine's stack, its context,
-// its reply buffer) plus, for a Twrite, its message, at most msize. So
-// MaxFids fids are some 30 MB at most, and MaxPending blocking reads about
-// 8 MB (60,000 had cost 465 MB when nothing bounded them).
+// bytes (its path, its open handle, a directory snapshot while open), so
+// MaxFids fids are some 30 MB at most. A request in a goroutine costs
+// about 8 KiB (its goroutine's stack, its context) plus its buffer: a
+// Tread's reply is allocated for its whole count before the handle
+// blocks, and a Twrite holds its data. MaxPending and MaxPendingBytes
+// bound both, to some 72 MiB. (60,000 blocking reads had cost 465 MB
+// when nothing bounded them.)
 const (
 	// MaxFids is the most fids a connection may hold at once. The FUSE
 	// bridge keeps two per node the kernel remembers and one per open
@@ -31,6 +33,11 @@ const (
 	// by MaxFids. Nor is Tflush: a flush waiting for its request holds
 	// only a tag, and tags are bounded by the protocol (65,536).
 	MaxPending = 1024
+
+	// MaxPendingBytes bounds the buffers of those requests: the counts of
+	// their Treads (as cut to msize) and the data of their Twrites. It is
+	// room for some 500 reads of 128 KiB, what FUSE asks for at a time.
+	MaxPendingBytes = 64 << 20
 )
 
 var (
@@ -61,15 +68,24 @@ func (c *conn) fidLimit(r *request) error {
 	return nil
 }
 
-// admit reserves a place for a request about to run in a goroutine; the
-// request frees it when it replies (conn.reply). It fails past MaxPending
-// for any request but Tclunk and Tremove.
-func (c *conn) admit(r *request) error {
+// admit reserves a place for r, a request about to run in a goroutine,
+// and returns what it reserved; the request frees it when it replies
+// (conn.reply). It fails past MaxPending or MaxPendingBytes for any
+// request but Tclunk and Tremove.
+func (c *conn) admit(r *request) (cost int, err error) {
+	switch r.typ {
+	case plan9.Tread:
+		cost = int(min(r.count, c.msize.Load()))
+	case plan9.Twrite:
+		cost = len(r.data)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.running >= MaxPending && r.typ != plan9.Tclunk && r.typ != plan9.Tremove {
-		return errTooManyPending
+	over := c.running >= MaxPending || c.pendingBytes+cost > MaxPendingBytes
+	if over && r.typ != plan9.Tclunk && r.typ != plan9.Tremove {
+		return 0, errTooManyPending
 	}
 	c.running++
-	return nil
+	c.pendingBytes += cost
+	return cost, nil
 }

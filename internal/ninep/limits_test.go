@@ -97,3 +97,31 @@ func TestFidLimit(t *testing.T) {
 	settle(t, "fids", func() bool { return fidsHeld(srv) == 1 }) // the self-walk counted a walk, made no fid
 	checkNormalClient(t, path)
 }
+
+// TestPendingBytes: blocking reads of a whole msize each are admitted
+// until their buffers reach MaxPendingBytes; the next is refused.
+func TestPendingBytes(t *testing.T) {
+	root, open := limitTree(t)
+	srv := New(root)
+	path := listenUnix(t, srv)
+	r := dialRaw(t, path)
+	r.attach()
+	r.rpc(&plan9.Fcall{Type: plan9.Twalk, Tag: 1, Fid: 0, Newfid: 1, Wname: []string{"wait"}}, plan9.Rwalk)
+	r.rpc(&plan9.Fcall{Type: plan9.Topen, Tag: 1, Fid: 1, Mode: plan9.OREAD}, plan9.Ropen)
+	fit := MaxPendingBytes / DefaultMsize
+	for i := 0; i < fit; i++ {
+		r.send(&plan9.Fcall{Type: plan9.Tread, Tag: uint16(10 + i), Fid: 1, Count: DefaultMsize})
+	}
+	over := &plan9.Fcall{Type: plan9.Tread, Tag: 9, Fid: 1, Count: DefaultMsize}
+	if g := r.rpc(over, plan9.Rerror); g.Ename != "too many outstanding requests" {
+		t.Fatalf("read past %d bytes: %v", MaxPendingBytes, g)
+	}
+	// A small one still fits.
+	r.send(&plan9.Fcall{Type: plan9.Tread, Tag: 8, Fid: 1, Count: 100})
+	r.rpc(&plan9.Fcall{Type: plan9.Tflush, Tag: 7, Oldtag: 8}, plan9.Rerror) // the read's interrupted reply
+	if g := r.recv(); g.Type != plan9.Rflush || g.Tag != 7 {
+		t.Fatalf("flush: %v", g)
+	}
+	r.c.Close()
+	settle(t, "handles", func() bool { return open.n.Load() == 0 })
+}

@@ -1,6 +1,7 @@
 package ninep
 
 import (
+	"bytes"
 	"encoding/binary"
 	"runtime"
 	"testing"
@@ -47,6 +48,26 @@ func TestHostileCount(t *testing.T) {
 		}
 		if n > 4096 {
 			t.Errorf("%s: parse allocated %d bytes", name, n)
+		}
+	}
+}
+
+// TestReadGrowing: a size field promising msize, followed by little,
+// costs what arrived (the buffer grows at most to twice that, or inSize),
+// not msize.
+func TestReadGrowing(t *testing.T) {
+	for _, arrived := range []int{10, inSize, 3 * inSize, DefaultMsize} {
+		in := bytes.NewReader(make([]byte, arrived))
+		b, err := readGrowing(in, nil, DefaultMsize)
+		switch {
+		case arrived < DefaultMsize && err == nil:
+			t.Errorf("%d of %d bytes: no error", arrived, DefaultMsize)
+		case arrived == DefaultMsize && err != nil:
+			t.Errorf("whole message: %v", err)
+		case len(b) != arrived:
+			t.Errorf("%d bytes arrived, %d read", arrived, len(b))
+		case cap(b) > max(2*arrived, inSize):
+			t.Errorf("%d bytes arrived, buffer of %d", arrived, cap(b))
 		}
 	}
 }
