@@ -13,7 +13,8 @@
 // from buffers it reuses: 1.96 and 1.41 times (medians of ten runs of
 // ollie bench).
 //
-// What may block is for the tree to say (tree.Prompter): a read of
+// What may block is for the tree to say (tree.OpensAtOnce and
+// tree.Immediate, which go by type): a read of
 // statewait blocks until flushed, an open of models asks the network, a
 // write syncs to disk. Those run in goroutines, with a context that a
 // Tflush cancels. The behaviour is srv9p's, error texts included (errs
