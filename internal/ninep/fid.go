@@ -42,7 +42,6 @@ type fid struct {
 	path   []tree.Node // root first; the fid's file last
 	qid    plan9.Qid
 	omode  int         // open mode, -1 if not open
-	prompt tree.Prompt // what the open file promises
 	h      tree.Handle // set while open, for files
 	dir    []plan9.Dir // snapshot for reads of an open directory
 	dirOff int64       // the offset the next directory read must be at (or 0)

@@ -99,7 +99,7 @@ func (d *jobDir) Stat() (plan9.Dir, error) { return dirStat(d.b.fs, d.base, d.j.
 
 func (d *jobDir) files() []tree.Entry {
 	fs, j := d.b.fs, d.j
-	state := &fixedQid{Synth: memText(fs, "state", func() ([]byte, error) { return []byte(j.State() + "\n"), nil }), path: d.base + 1}
+	state := &fixedQid{Synth: fs.Text("state", func() ([]byte, error) { return []byte(j.State() + "\n"), nil }), path: d.base + 1}
 	result := &fixedQid{Synth: fs.NewSynth("result", 0444, func(ctx context.Context, mode uint8) (tree.Handle, error) {
 		return &answerHandle{ask: func(ctx context.Context) ([]byte, error) {
 			if err := j.Wait(ctx.Done()); err != nil {

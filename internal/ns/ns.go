@@ -110,9 +110,9 @@ func Build(o Options) (*NS, error) {
 	// the first read and kept: rendering it is most of the cost of a cat.
 	help := sync.OnceValue(func() []byte { return renderHelp(root) })
 	root.Add(tree.Entry{Name: "help", Mode: "r", Doc: "How to use the tree (this file), generated from the tables that define it.",
-		Node: memText(fs, "help", func() ([]byte, error) { return help(), nil })})
+		Node: fs.Text("help", func() ([]byte, error) { return help(), nil })})
 	root.Add(tree.Entry{Name: "backends", Mode: "r", Doc: "One line per backend: name kind base-url default-model (never keys).",
-		Node: memText(fs, "backends", func() ([]byte, error) { return renderBackends(c.Backends), nil })})
+		Node: fs.Text("backends", func() ([]byte, error) { return renderBackends(c.Backends), nil })})
 	for _, d := range diskDirs {
 		base := c.ConfigDir
 		if d.data {
@@ -225,23 +225,15 @@ func validAgent(name string, data []byte) error {
 func statsDir(fs *tree.FS, o Options) *tree.StaticDir {
 	d := fs.NewDir("stats", 0555)
 	d.Add(tree.Entry{Name: "uptime", Mode: "r", Doc: "Seconds since the daemon started.",
-		Node: memText(fs, "uptime", func() ([]byte, error) {
+		Node: fs.Text("uptime", func() ([]byte, error) {
 			return fmt.Appendf(nil, "%d\n", int(time.Since(o.Start).Seconds())), nil
 		})})
 	for _, c := range o.Counters {
 		c := c
 		d.Add(tree.Entry{Name: c.Name, Mode: "r", Doc: c.Doc,
-			Node: memText(fs, c.Name, func() ([]byte, error) { return []byte(c.Read()), nil })})
+			Node: fs.Text(c.Name, func() ([]byte, error) { return []byte(c.Read()), nil })})
 	}
 	return d
-}
-
-// memText is a text file rendered from memory: its open is prompt too
-// (tree.Prompter), so the 9P server serves it without a goroutine.
-func memText(fs *tree.FS, name string, render func() ([]byte, error)) *tree.Synth {
-	t := fs.Text(name, render)
-	t.Prompts |= tree.PromptOpen
-	return t
 }
 
 var _ tree.Dir = (*tree.StaticDir)(nil)

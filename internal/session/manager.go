@@ -129,6 +129,7 @@ func (m *Manager) New(sp Spec) (*Session, error) {
 		return nil, err
 	}
 	s := &Session{m: m, dir: dir, id: id, meta: meta, state: Idle, notify: newNotifier(), nextSeq: 0, unsynced: true}
+	s.publishLocked() // s is not shared yet
 	m.byID[id] = s
 	if sp.Name != "" {
 		m.byName[sp.Name] = s
@@ -224,6 +225,7 @@ func (m *Manager) Rename(key, name string) error {
 	}
 	delete(m.byName, s.meta.Name)
 	s.meta = meta
+	s.publishLocked()
 	m.byName[name] = s
 	m.notify.broadcast()
 	return nil

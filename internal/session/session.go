@@ -48,6 +48,7 @@ type Session struct {
 	usageF    *os.File               // usage.json, kept open with the logs
 	lruElem   *list.Element          // in the manager's list of sessions with open logs
 	stateVer  atomic.Uint32
+	summary   atomic.Pointer[Summary] // see Summary; published under mu
 }
 
 // ID returns the session's id (its directory name on disk).
@@ -225,6 +226,7 @@ func (s *Session) setStateLocked(st State) {
 	}
 	s.state = st
 	s.stateVer.Add(1)
+	s.publishLocked()
 	s.eventLocked("state", map[string]any{"state": string(st)})
 }
 
