@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"math/rand/v2"
+	"regexp"
 	"encoding/json"
 	"net"
 	"os"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"ollie.dev/ollie/internal/mcpbridge/mcptest"
+	"ollie.dev/ollie/internal/testutil"
 )
 
 // ollie3 runs the test binary as ollie and keeps stdout and stderr apart.
@@ -141,15 +144,51 @@ func TestMCPFilesystemServer(t *testing.T) {
 	}
 }
 
-// freePort returns a TCP port nothing listens on, probably.
-func freePort(t *testing.T) int {
+// fixedPort returns a port for a program that cannot be handed a
+// listener nor tell the port it bound (server-everything reads PORT; the
+// tutorial names its address): a free one below the kernel's ephemeral
+// range, so that no listener on :0 of a parallel test can be given it
+// meanwhile; only another fixedPort could, one chance in thousands.
+// Our own servers listen on :0 and say where (listenedAddr).
+func fixedPort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > 12000 {
+				low = n
+			}
+		}
+	}
+	for range 100 {
+		port := 10000 + rand.IntN(low-10000)
+		if ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
+			ln.Close()
+			return port
+		}
+	}
+	t.Fatal("no free port below the ephemeral range")
+	return 0
+}
+
+// listenedAddr starts cmd, which logs "on http://ADDR/" once it listens
+// (as ollie mcp proxy does), and returns ADDR.
+func listenedAddr(t *testing.T, cmd *exec.Cmd) string {
+	t.Helper()
+	log := &testutil.LogBuf{}
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	re := regexp.MustCompile(` on http://([0-9.:]+)/`)
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if m := re.FindStringSubmatch(log.String()); m != nil {
+			return m[1]
+		}
+	}
+	t.Fatalf("%s did not say where it listens:\n%s", cmd.Path, log.String())
+	return ""
 }
 
 // startListening starts cmd and waits until port accepts connections.
@@ -176,7 +215,7 @@ func startListening(t *testing.T, cmd *exec.Cmd, port int) {
 
 func TestMCPCommandHTTP(t *testing.T) {
 	t.Parallel()
-	port := freePort(t)
+	port := fixedPort(t)
 	srv := mcptest.EverythingHTTP(t)
 	cmd := exec.Command(srv[0], srv[1:]...)
 	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
@@ -225,13 +264,12 @@ func TestMCPNamedServersAndProxy(t *testing.T) {
 		t.Errorf("unknown server: exit %d\n%s", code, errOut)
 	}
 
-	port := freePort(t)
-	proxy := exec.Command(os.Args[0], "mcp", "-s", "everything", "-listen", "127.0.0.1:"+strconv.Itoa(port), "proxy")
+	proxy := exec.Command(os.Args[0], "mcp", "-s", "everything", "-listen", "127.0.0.1:0", "proxy")
 	proxy.Env = append(env, "OLLIE_TEST_MAIN=1")
-	startListening(t, proxy, port)
+	addr := listenedAddr(t, proxy)
 
 	public := filepath.Join(cdir, "t", "mcp.d", "servers.json")
-	os.WriteFile(public, []byte(`{"mcpServers": {"ev": {"url": "http://127.0.0.1:`+strconv.Itoa(port)+`/"}}}`), 0o644)
+	os.WriteFile(public, []byte(`{"mcpServers": {"ev": {"url": "http://`+addr+`/"}}}`), 0o644)
 	// As t/mcp runs it in a stage: the public list only, no TOKEN.
 	agentEnv := []string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}
 	out, errOut, code = ollie3(t, agentEnv, "", "mcp", "-servers", public, "-s", "ev", "-text", "call", "echo", `{"message":"via the proxy"}`)

@@ -122,9 +122,11 @@ func TestShErrors(t *testing.T) {
 
 // tmuxShell is ollie sh in a terminal: a tmux session of its own.
 type tmuxShell struct {
-	t    *testing.T
-	e    *frontEnv
-	sock string
+	t      *testing.T
+	e      *frontEnv
+	sock   string
+	target string // the tmux session of the current run
+	run    int    // runs started
 }
 
 func newTmux(t *testing.T, e *frontEnv) *tmuxShell {
@@ -136,42 +138,69 @@ func newTmux(t *testing.T, e *frontEnv) *tmuxShell {
 		t.Skip("tmux is not installed (./test.sh installs it)")
 	}
 	m := &tmuxShell{t: t, e: e, sock: filepath.Join(e.rt, "tmux")}
-	t.Cleanup(func() { m.tmux("kill-server") })
+	t.Cleanup(func() { m.cmd("kill-server").Run() }) // the server may be gone already
 	return m
 }
 
-func (m *tmuxShell) tmux(args ...string) string {
+func (m *tmuxShell) cmd(args ...string) *exec.Cmd {
 	cmd := exec.Command("tmux", append([]string{"-S", m.sock, "-f", "/dev/null"}, args...)...)
 	cmd.Env = append(m.e.env, "TERM=xterm-256color")
-	out, _ := cmd.CombinedOutput()
+	return cmd
+}
+
+// tmux runs a tmux command; a failure fails the test.
+func (m *tmuxShell) tmux(args ...string) string {
+	m.t.Helper()
+	out, err := m.cmd(args...).CombinedOutput()
+	if err != nil {
+		m.t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
 	return string(out)
 }
 
-// start runs `ollie sh` as a user types it in the project directory.
+// start runs `ollie sh` as a user types it in the project directory, in
+// a new tmux session. The previous run's session, if any, is killed only
+// once the new one exists, so the tmux server never runs out of sessions
+// (it would exit, racing the next new-session). Each run prints EXITED<n>.
 func (m *tmuxShell) start() {
-	m.tmux("new-session", "-d", "-s", "t", "-x", "120", "-y", "50", "-c", m.e.cwd,
-		`ollie sh; echo "EXITED $?"; sleep 60`)
+	m.t.Helper()
+	m.run++
+	old := m.target
+	m.target = fmt.Sprintf("t%d", m.run)
+	m.tmux("new-session", "-d", "-s", m.target, "-x", "120", "-y", "50", "-c", m.e.cwd,
+		fmt.Sprintf(`ollie sh; echo "EXITED%d $?"; sleep 60`, m.run))
+	if old != "" {
+		m.tmux("kill-session", "-t", old)
+	}
 }
 
 func (m *tmuxShell) keys(keys ...string) {
-	m.tmux(append([]string{"send-keys", "-t", "t"}, keys...)...)
+	m.t.Helper()
+	m.tmux(append([]string{"send-keys", "-t", m.target}, keys...)...)
 }
 
 func (m *tmuxShell) screen() string {
-	return m.tmux("capture-pane", "-p", "-J", "-S", "-1000", "-t", "t")
+	m.t.Helper()
+	return m.tmux("capture-pane", "-p", "-J", "-S", "-1000", "-t", m.target)
 }
 
 // waitFor waits until the screen shows want and returns the screen.
 func (m *tmuxShell) waitFor(want string) string {
 	m.t.Helper()
+	return m.waitUntil(fmt.Sprintf("the screen shows %q", want), func(s string) bool { return strings.Contains(s, want) })
+}
+
+// waitUntil waits until ok holds for the screen and returns the screen.
+func (m *tmuxShell) waitUntil(what string, ok func(screen string) bool) string {
+	m.t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		s := m.screen()
-		if strings.Contains(s, want) {
+		if ok(s) {
 			return s
 		}
 		if time.Now().After(deadline) {
-			m.t.Fatalf("the screen does not show %q:\n%s", want, s)
+			m.t.Fatalf("timed out waiting until %s:\n%s", what, s)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -213,10 +242,10 @@ func TestShInTerminal(t *testing.T) {
 	m.keys("be slow", "Enter")
 	m.waitFor("slowly slowly slowly")
 	m.keys("C-c")
-	s := m.waitFor(":: stopped\n[idle")
-	if !strings.HasSuffix(strings.TrimSpace(s), strings.TrimSpace(prompt)) {
-		t.Errorf("no prompt after the stopped turn:\n%s", s)
-	}
+	// The turn is stopped, then the prompt is drawn again.
+	m.waitUntil("the prompt is back after the stopped turn", func(s string) bool {
+		return strings.Contains(s, ":: stopped\n[idle") && strings.HasSuffix(strings.TrimSpace(s), strings.TrimSpace(prompt))
+	})
 	if st := e.read("s/" + id + "/state"); st != "idle\n" {
 		t.Errorf("state after Ctrl-C: %q", st)
 	}
@@ -227,18 +256,17 @@ func TestShInTerminal(t *testing.T) {
 	m.keys("C-c")
 	m.waitFor("(Ctrl-C again or Ctrl-D to leave; the session stays)")
 	m.keys("C-c")
-	m.waitFor("EXITED 0")
+	m.waitFor("EXITED1 0")
 	hist, err := os.ReadFile(filepath.Join(e.home, ".local/state/ollie/sh_history"))
 	if err != nil || string(hist) != "stream please\n/usage\nbe slow\n" {
 		t.Errorf("history file: %q, %v", hist, err)
 	}
 
 	// Again: the session is resumed, the history is there (Up Up).
-	m.tmux("kill-session", "-t", "t")
 	m.start()
 	m.waitFor("session " + id + " (resumed)")
 	m.keys("Up", "Up")
 	m.waitFor(prompt + "/usage")
 	m.keys("C-u", "C-d")
-	m.waitFor("EXITED 0")
+	m.waitFor("EXITED2 0")
 }
