@@ -2,13 +2,13 @@ package main
 
 import (
 	"bytes"
-	"math/rand/v2"
-	"regexp"
 	"encoding/json"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
