@@ -5,11 +5,17 @@
 set -eu
 cd "$(dirname "$0")"
 
-# Debian packages the tests drive as a user would.
+# Debian packages the tests drive as a user would, checked by package
+# name: a python3 or node found first on PATH (pyenv, nvm) is not the one
+# the sandbox tests run (/usr/bin).
 pkgs=""
-for p in vim:vim tmux:tmux jq:jq fusermount3:fuse3 python3:python3 perl:perl gawk:gawk node:nodejs npm:npm; do
-	cmd=${p%%:*} pkg=${p#*:}
-	command -v "$cmd" >/dev/null 2>&1 || pkgs="$pkgs $pkg"
+for pkg in vim tmux jq fuse3 python3 perl gawk dash util-linux git; do
+	dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || pkgs="$pkgs $pkg"
+done
+# Node and npm may come from elsewhere (Node 20 with its own npm); Debian's
+# npm would conflict with such a nodejs, so they are checked by command.
+for p in node:nodejs npm:npm; do
+	command -v "${p%%:*}" >/dev/null 2>&1 || pkgs="$pkgs ${p#*:}"
 done
 if [ -n "$pkgs" ]; then
 	echo "test.sh: installing$pkgs" >&2
