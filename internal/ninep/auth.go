@@ -43,7 +43,7 @@ import (
 // authentication and answers Tauth with "authentication not required".
 
 var (
-	errAuthRequired = errs.E(errs.Permission, "authentication required: present the daemon's token through Tauth before attaching (docs/remote.md)")
+	errAuthRequired = errs.E(errs.Permission, "authentication required: write the daemon token to an afid of Tauth before attaching (docs/remote.md)")
 	errWrongToken   = errs.E(errs.Permission, "authentication failed: wrong token")
 	errAuthOffset   = errs.E(errs.Invalid, "authentication: write the whole token at offset 0")
 )
