@@ -63,12 +63,12 @@ func (env *Env) dialer(tokenFlag string) *client.Dialer {
 
 // remoteError rewords a failure to reach a daemon with what to do.
 func remoteError(addr, tokenFile string, err error) error {
-	const hint = "the daemon's token is the file token in ollie's config directory on its host (~/.config/ollie/token); copy it to %s (mode 0600), or name a copy with -token FILE or OLLIE_TOKEN_FILE"
+	const where = "the daemon's token is ~/.config/ollie/token on its host"
 	switch {
 	case errors.Is(err, client.ErrNoToken):
-		return &cliError{fmt.Sprintf("%v; "+hint, err, tokenFile)}
+		return &cliError{fmt.Sprintf("%v; %s: copy it to %s (mode 0600), or name a copy with -token FILE or OLLIE_TOKEN_FILE", err, where, tokenFile)}
 	case errors.Is(err, client.ErrBadToken):
-		return &cliError{fmt.Sprintf("%v; "+hint, err, tokenFile)}
+		return &cliError{fmt.Sprintf("%v, which is not this daemon's; %s: name a copy of it with -token FILE or OLLIE_TOKEN_FILE", err, where)}
 	}
 	return notRunning(addr, err)
 }
