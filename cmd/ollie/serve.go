@@ -54,8 +54,10 @@ func init() {
 		args:  "[-socket PATH] [-listen ADDR] [-mount DIR]",
 		short: "run the daemon in the foreground",
 		long: `Serve the ollie tree over 9P on a unix socket (mode 0600 in a 0700
-directory) until interrupted. With -mount, also mount the tree at DIR
-through FUSE in the same process; it is unmounted on exit.`,
+directory) until interrupted. With -listen (or listen in ollie.json), also
+on TCP, always inside TLS and only to clients that present the daemon's
+token (docs/remote.md). With -mount, also mount the tree at DIR through
+FUSE in the same process; it is unmounted on exit.`,
 		flags: func(fs *flag.FlagSet) {
 			serveFlags.declare(fs, "also mount the tree at `DIR` through FUSE")
 		},
