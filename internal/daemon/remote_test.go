@@ -165,3 +165,42 @@ func TestRemoteBadListen(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRemote measures what TCP costs over the unix socket: a whole
+// connection (dial, TLS handshake, Tauth and the token, attach), and a
+// walk+open+read+clunk of a small file on an attached connection.
+func BenchmarkRemote(b *testing.B) {
+	cfg := testutil.Home(b, nil)
+	cfg.Listen = "127.0.0.1:0"
+	d := testutil.Daemon(b, cfg, daemon.Options{})
+	var tcp string
+	for _, a := range d.Addrs() {
+		if a.Network() == "tcp" {
+			tcp = a.String()
+		}
+	}
+	dl := &client.Dialer{TokenFile: cfg.TokenFile(), KnownHosts: filepath.Join(b.TempDir(), "known_hosts")}
+	for _, c := range []struct{ name, addr string }{{"unix", cfg.Socket}, {"tcp", tcp}} {
+		b.Run("connect/"+c.name, func(b *testing.B) {
+			for b.Loop() {
+				fsys, err := dl.Mount(ctx, c.addr, "tester", "")
+				if err != nil {
+					b.Fatal(err)
+				}
+				fsys.Close()
+			}
+		})
+		b.Run("read/"+c.name, func(b *testing.B) {
+			fsys, err := dl.Mount(ctx, c.addr, "tester", "")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer fsys.Close()
+			for b.Loop() {
+				if _, err := fsys.ReadFile(ctx, "stats/uptime"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -47,8 +47,8 @@ func LoadOrCreateToken(path string) (*Token, error) {
 		return nil, fmt.Errorf("token: %v", err)
 	}
 	text := strings.TrimSpace(string(b))
-	if _, err := hex.DecodeString(text); err != nil || len(text) != TokenLen {
-		return nil, fmt.Errorf("token: %s does not hold a token (%d hex digits); remove it to have a new one made", path, TokenLen)
+	if len(text) != TokenLen || strings.Trim(text, "0123456789abcdef") != "" {
+		return nil, fmt.Errorf("token: %s does not hold a token (%d lower-case hex digits); remove it to have a new one made", path, TokenLen)
 	}
 	return NewToken([]byte(text)), nil
 }
