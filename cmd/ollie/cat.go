@@ -16,7 +16,7 @@ var catFlags struct{ addrFlag }
 func init() {
 	register(&command{
 		name:  "cat",
-		args:  "[-addr ADDR] PATH ...",
+		args:  "[-addr ADDR [-token FILE]] PATH ...",
 		short: "print files of the tree over 9P",
 		long: `Copy each file to standard output as it is read, so blocking files
 (wait, events, statewait) stream; Ctrl-C ends the read at once.`,

@@ -15,7 +15,8 @@ func mountInProcess(ctx context.Context, env *Env, dir, addr string) (func(), er
 		return nil, err
 	}
 	logger := log.New(env.Stderr, "ollie mount: ", log.LstdFlags)
-	dial := func(ctx context.Context) (*client.Conn, error) { return client.Dial(ctx, "", addr) }
+	d := env.dialer("")
+	dial := func(ctx context.Context) (*client.Conn, error) { return d.Dial(ctx, addr) }
 	srv, err := fusebridge.Mount(ctx, dir, dial, fusebridge.Options{Uname: userName(), Logf: logger.Printf})
 	if err != nil {
 		return nil, err

@@ -18,7 +18,7 @@ var lsFlags struct {
 func init() {
 	register(&command{
 		name:  "ls",
-		args:  "[-l] [-addr ADDR] [PATH ...]",
+		args:  "[-l] [-addr ADDR [-token FILE]] [PATH ...]",
 		short: "list files of the tree over 9P (no mount needed)",
 		long:  `List the directories (or files) at each PATH of the tree; the root if none.`,
 		flags: func(fs *flag.FlagSet) {

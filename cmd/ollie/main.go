@@ -56,6 +56,9 @@ type Env struct {
 	Stdout io.Writer
 	Stderr io.Writer
 	Argv0  string // path of this executable, for re-exec
+	// TokenFile is $OLLIE_TOKEN_FILE: the token a client presents to a
+	// daemon over TCP, when no -token flag names one.
+	TokenFile string
 }
 
 // usageError marks a command-line mistake: exit status 2 and a usage hint.
@@ -110,7 +113,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
-	env := &Env{Stdin: stdin, Stdout: stdout, Stderr: stderr}
+	env := &Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, TokenFile: os.Getenv("OLLIE_TOKEN_FILE")}
 	if exe, err := os.Executable(); err == nil {
 		env.Argv0 = exe
 	}

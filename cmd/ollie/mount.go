@@ -17,18 +17,24 @@ var mountFlags struct {
 	debug       bool
 	noReconnect bool
 	allowOther  bool
+	token       string
 }
 
 func init() {
 	register(&command{
 		name:  "mount",
-		args:  "[-debug] [-noreconnect] [-allow-other] [DIR [ADDR]]",
+		args:  "[-debug] [-noreconnect] [-allow-other] [-token FILE] [DIR [ADDR]]",
 		short: "mount the ollie tree on DIR through FUSE",
 		long: `
 Mount serves the daemon's file tree on DIR (default: the configured mount
 point, ~/mnt/ollie) until interrupted (SIGINT, SIGTERM) or unmounted with
 umount DIR. ADDR is the daemon's address: a unix socket path (default: the
 configured socket), unix!PATH, or tcp!HOST!PORT for a remote daemon.
+Over TCP the connection is TLS, the daemon's certificate is pinned on
+first use in known_hosts in ollie's config directory, and the daemon's
+token is presented: the file named by -token, else $OLLIE_TOKEN_FILE,
+else the token file in ollie's config directory. docs/remote.md tells
+how to serve and mount remotely, and the ssh alternative.
 
 If the daemon restarts, the mount reconnects on the next file operation;
 with -noreconnect it unmounts and exits with an error instead. Errors the
@@ -38,6 +44,7 @@ the program that caused them sees an errno. See docs/mount.md.`,
 			fs.BoolVar(&mountFlags.debug, "debug", false, "log every FUSE request")
 			fs.BoolVar(&mountFlags.noReconnect, "noreconnect", false, "exit when the connection to the daemon is lost")
 			fs.BoolVar(&mountFlags.allowOther, "allow-other", false, "let other users use the mount")
+			declareToken(fs, &mountFlags.token)
 		},
 		run: runMount,
 	})
@@ -60,7 +67,8 @@ func runMount(ctx context.Context, env *Env, args []string) error {
 		}
 	}
 	logger := log.New(env.Stderr, "", log.LstdFlags)
-	dial := func(ctx context.Context) (*client.Conn, error) { return client.Dial(ctx, "", addr) }
+	d := env.dialer(mountFlags.token)
+	dial := func(ctx context.Context) (*client.Conn, error) { return d.Dial(ctx, addr) }
 	srv, err := fusebridge.Mount(ctx, dir, dial, fusebridge.Options{
 		Uname:       userName(),
 		Logf:        logger.Printf,
@@ -69,7 +77,7 @@ func runMount(ctx context.Context, env *Env, args []string) error {
 		AllowOther:  mountFlags.allowOther,
 	})
 	if err != nil {
-		return err
+		return remoteError(addr, d.TokenFile, err)
 	}
 	fmt.Fprintf(env.Stderr, "ollie mount: %s on %s\n", addr, srv.Dir())
 	done := make(chan error, 1)

@@ -12,7 +12,7 @@ var mvFlags struct{ addrFlag }
 func init() {
 	register(&command{
 		name:  "mv",
-		args:  "[-addr ADDR] OLD NEW",
+		args:  "[-addr ADDR [-token FILE]] OLD NEW",
 		short: "rename a file of the tree over 9P",
 		long: `Rename OLD to NEW within its directory (9P renames with a wstat of the
 name, so both must be in the same directory). NEW may also be just a name.`,

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
+	"fmt"
 	"os/user"
 	"path"
 	"strings"
@@ -10,11 +12,21 @@ import (
 	"ollie.dev/ollie/internal/ninep/client"
 )
 
-// addrFlag is the -addr flag of the verbs that speak 9P to a daemon.
-type addrFlag struct{ addr string }
+// addrFlag is the -addr and -token flags of the verbs that speak 9P to a
+// daemon.
+type addrFlag struct {
+	addr  string
+	token string
+}
 
 func (a *addrFlag) declare(fs *flag.FlagSet) {
 	fs.StringVar(&a.addr, "addr", "", "daemon `ADDR`ess: a socket path, unix!PATH or tcp!HOST!PORT (default: the local daemon's socket)")
+	declareToken(fs, &a.token)
+}
+
+// declareToken declares -token, the token file for tcp addresses.
+func declareToken(fs *flag.FlagSet, dst *string) {
+	fs.StringVar(dst, "token", "", "for tcp!HOST!PORT: present the daemon's token in `FILE` (default: $OLLIE_TOKEN_FILE, else the token file in ollie's config directory)")
 }
 
 // dial attaches to the daemon named by the flag, or the local one.
@@ -23,11 +35,42 @@ func (a *addrFlag) dial(ctx context.Context, env *Env) (*client.Fsys, error) {
 	if addr == "" {
 		addr = env.Config.Socket
 	}
-	fsys, err := client.Mount(ctx, addr, userName(), "")
+	d := env.dialer(a.token)
+	fsys, err := d.Mount(ctx, addr, userName(), "")
 	if err != nil {
-		return nil, notRunning(addr, err)
+		return nil, remoteError(addr, d.TokenFile, err)
 	}
 	return fsys, nil
+}
+
+// dialer is how this process reaches a daemon. The token file is the
+// -token flag's, else $OLLIE_TOKEN_FILE's (read in main), else the local
+// daemon's; the pins are in the config directory.
+func (env *Env) dialer(tokenFlag string) *client.Dialer {
+	tok := tokenFlag
+	if tok == "" {
+		tok = env.TokenFile
+	}
+	if tok == "" {
+		tok = env.Config.TokenFile()
+	}
+	return &client.Dialer{
+		TokenFile:  tok,
+		KnownHosts: env.Config.KnownHosts(),
+		Logf:       func(format string, args ...any) { fmt.Fprintf(env.Stderr, "ollie: "+format+"\n", args...) },
+	}
+}
+
+// remoteError rewords a failure to reach a daemon with what to do.
+func remoteError(addr, tokenFile string, err error) error {
+	const where = "the daemon's token is ~/.config/ollie/token on its host"
+	switch {
+	case errors.Is(err, client.ErrNoToken):
+		return &cliError{fmt.Sprintf("%v; %s: copy it to %s (mode 0600), or name a copy with -token FILE or OLLIE_TOKEN_FILE", err, where, tokenFile)}
+	case errors.Is(err, client.ErrBadToken):
+		return &cliError{fmt.Sprintf("%v, which is not this daemon's; %s: name a copy of it with -token FILE or OLLIE_TOKEN_FILE", err, where)}
+	}
+	return notRunning(addr, err)
 }
 
 // notRunning rewords a failure to reach the local daemon.

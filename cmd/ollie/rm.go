@@ -19,7 +19,7 @@ var rmFlags struct {
 func init() {
 	register(&command{
 		name:  "rm",
-		args:  "[-r] [-addr ADDR] PATH ...",
+		args:  "[-r] [-addr ADDR [-token FILE]] PATH ...",
 		short: "remove files of the tree over 9P",
 		long:  `Remove each PATH. With -r, remove directories and what they hold.`,
 		flags: func(fs *flag.FlagSet) {

@@ -22,7 +22,7 @@ type serverFlags struct {
 
 func (f *serverFlags) declare(fs *flag.FlagSet, mountDoc string) {
 	fs.StringVar(&f.socket, "socket", "", "serve on the unix socket `PATH` (default $XDG_RUNTIME_DIR/ollie/ollie.sock)")
-	fs.StringVar(&f.listen, "listen", "", "also serve 9P on TCP `ADDR` (loopback only until authentication exists)")
+	fs.StringVar(&f.listen, "listen", "", "also serve 9P on TCP `ADDR`, inside TLS and only to clients with the token (docs/remote.md)")
 	fs.StringVar(&f.mount, "mount", "", mountDoc)
 }
 
@@ -31,7 +31,7 @@ func (f *serverFlags) apply(c *config.Config) error {
 		c.Socket = absPath(f.socket)
 	}
 	if f.listen != "" {
-		if err := config.CheckListen(f.listen); err != nil {
+		if err := config.CheckListen9P(f.listen); err != nil {
 			return usagef("-listen: %v", err)
 		}
 		c.Listen = f.listen
@@ -54,8 +54,10 @@ func init() {
 		args:  "[-socket PATH] [-listen ADDR] [-mount DIR]",
 		short: "run the daemon in the foreground",
 		long: `Serve the ollie tree over 9P on a unix socket (mode 0600 in a 0700
-directory) until interrupted. With -mount, also mount the tree at DIR
-through FUSE in the same process; it is unmounted on exit.`,
+directory) until interrupted. With -listen (or listen in ollie.json), also
+on TCP, always inside TLS and only to clients that present the daemon's
+token (docs/remote.md). With -mount, also mount the tree at DIR through
+FUSE in the same process; it is unmounted on exit.`,
 		flags: func(fs *flag.FlagSet) {
 			serveFlags.declare(fs, "also mount the tree at `DIR` through FUSE")
 		},

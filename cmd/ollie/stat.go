@@ -12,7 +12,7 @@ var statFlags struct{ addrFlag }
 func init() {
 	register(&command{
 		name:  "stat",
-		args:  "[-addr ADDR] PATH ...",
+		args:  "[-addr ADDR [-token FILE]] PATH ...",
 		short: "show the 9P metadata of files of the tree",
 		long:  `Print name, qid (path.version.type), mode, length, modification time and owner of each PATH.`,
 		flags: func(fs *flag.FlagSet) { statFlags.declare(fs) },

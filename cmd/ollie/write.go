@@ -19,7 +19,7 @@ var writeFlags struct {
 func init() {
 	register(&command{
 		name:  "write",
-		args:  "[-a] [-addr ADDR] PATH",
+		args:  "[-a] [-addr ADDR [-token FILE]] PATH",
 		short: "write standard input to a file of the tree over 9P",
 		long: `Write standard input to PATH, replacing its content (or appending with
 -a). A file that does not exist is created where the tree allows it. Input

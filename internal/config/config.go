@@ -148,7 +148,7 @@ func (c *Config) apply(path string, data []byte, home string) error {
 		c.RuntimeDir = filepath.Dir(c.Socket)
 	}
 	if f.Listen != "" {
-		if err := CheckListen(f.Listen); err != nil {
+		if err := CheckListen9P(f.Listen); err != nil {
 			return fmt.Errorf("%s: listen: %v", path, err)
 		}
 		c.Listen = f.Listen

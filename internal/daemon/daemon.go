@@ -114,18 +114,14 @@ func Start(cfg *config.Config, o Options) (*Daemon, error) {
 		d.Close()
 		return nil, err
 	}
-	d.serve(l)
+	// No authentication: the socket is 0600 in a 0700 directory; who is
+	// asking comes from the kernel (peer.go).
+	d.serve(l, func(c net.Conn) { d.Server.ServeConnAs(c, c, peer(c)) })
 	if cfg.Listen != "" {
-		if err := config.CheckListen(cfg.Listen); err != nil {
+		if err := d.listenTCP(cfg); err != nil { // remote.go
 			d.Close()
 			return nil, err
 		}
-		tl, err := net.Listen("tcp", strings.Replace(strings.TrimPrefix(cfg.Listen, "tcp!"), "!", ":", 1))
-		if err != nil {
-			d.Close()
-			return nil, err
-		}
-		d.serve(tl)
 	}
 	if err := writePid(cfg.StateDir); err != nil {
 		d.log.Printf("pid file: %v", err)
@@ -146,7 +142,8 @@ func (d *Daemon) Addrs() []net.Addr {
 	return out
 }
 
-func (d *Daemon) serve(l net.Listener) {
+// serve accepts connections on l and serves each with serve.
+func (d *Daemon) serve(l net.Listener, serve func(net.Conn)) {
 	d.mu.Lock()
 	d.listeners = append(d.listeners, l)
 	d.mu.Unlock()
@@ -164,7 +161,7 @@ func (d *Daemon) serve(l net.Listener) {
 				return
 			}
 			go func() {
-				d.Server.ServeConnAs(c, c, peer(c))
+				serve(c)
 				c.Close()
 				d.track(c, false)
 			}()

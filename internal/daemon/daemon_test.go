@@ -122,34 +122,6 @@ func TestNotASocketKept(t *testing.T) {
 	}
 }
 
-func TestTCPOnlyLoopback(t *testing.T) {
-	cfg := testutil.Home(t, nil)
-	cfg.Listen = "0.0.0.0:0"
-	if _, err := daemon.Start(cfg, daemon.Options{}); err == nil || !strings.Contains(err.Error(), "loopback") {
-		t.Fatalf("listen on 0.0.0.0: %v, want a refusal that mentions loopback", err)
-	}
-	cfg = testutil.Home(t, nil)
-	cfg.Listen = "127.0.0.1:0"
-	d := testutil.Daemon(t, cfg, daemon.Options{})
-	var tcp string
-	for _, a := range d.Addrs() {
-		if a.Network() == "tcp" {
-			tcp = a.String()
-		}
-	}
-	if tcp == "" {
-		t.Fatal("no TCP listener")
-	}
-	fsys, err := client.Mount(ctx, "tcp!"+strings.Replace(tcp, ":", "!", 1), "tester", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fsys.Close()
-	if _, err := fsys.ReadFile(ctx, "help"); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestDefaultsKeepEdits(t *testing.T) {
 	cfg := testutil.Home(t, nil)
 	d := testutil.Daemon(t, cfg, daemon.Options{})

@@ -29,6 +29,7 @@ type conn struct {
 	in    *bufio.Reader
 	out   io.Writer
 	msize atomic.Uint32 // negotiated by Tversion; read by pending requests
+	token *Token        // the token Tauth must present; nil: no authentication (auth.go)
 
 	fids map[uint32]*fid
 	who  *tree.Principal // the peer; nil for the daemon's user (guard.go)

@@ -3,8 +3,6 @@ package ninep
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -93,7 +91,7 @@ func (c *conn) serveConn(r *request, b []byte) []byte {
 	case plan9.Tversion:
 		b = c.version(r, b)
 	case plan9.Tauth:
-		err = c.auth(r)
+		b, err = c.auth(r, b) // auth.go
 	case plan9.Tattach:
 		b, err = c.attach(r, b)
 	case plan9.Twalk:
@@ -130,22 +128,9 @@ func (c *conn) version(r *request, b []byte) []byte {
 	return finish(b, start)
 }
 
-func (c *conn) auth(r *request) error {
-	if c.fids[r.afid] != nil {
-		return errDuplicateFid
-	}
-	return errors.New(filepath.Base(os.Args[0]) + ": authentication not required")
-}
-
 func (c *conn) attach(r *request, b []byte) ([]byte, error) {
-	if r.afid != plan9.NOFID {
-		af := c.fids[r.afid]
-		if af == nil {
-			return b, errUnknownFid
-		}
-		if af.uname != r.uname || af.aname != r.aname {
-			return b, errAttachMismatch
-		}
+	if err := c.authorize(r); err != nil { // auth.go
+		return b, err
 	}
 	if c.fids[r.fid] != nil {
 		return b, errDuplicateFid

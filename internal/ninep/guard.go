@@ -31,7 +31,7 @@ const pidAname = "pid="
 // ServeConnAs is ServeConn for a connection whose peer is who (nil: the
 // daemon's user).
 func (s *Server) ServeConnAs(in io.ReadCloser, out io.WriteCloser, who *tree.Principal) {
-	s.serveConn(in, out, who)
+	s.serveConn(in, out, who, nil)
 }
 
 // attachWho returns the principal of an attach with aname on c.

@@ -79,10 +79,12 @@ const inSize = 16 * 1024
 // the client breaks the protocol. Requests still running then are
 // cancelled, as if flushed, and every fid is clunked.
 func (s *Server) ServeConn(in io.ReadCloser, out io.WriteCloser) {
-	s.serveConn(in, out, nil)
+	s.serveConn(in, out, nil, nil)
 }
 
-func (s *Server) serveConn(in io.ReadCloser, out io.WriteCloser, who *tree.Principal) {
+// serveConn serves a conversation with who (nil: the daemon's user) that
+// must authenticate with tok, or needs not if tok is nil (auth.go).
+func (s *Server) serveConn(in io.ReadCloser, out io.WriteCloser, who *tree.Principal, tok *Token) {
 	msize := s.Msize
 	if msize == 0 {
 		msize = DefaultMsize
@@ -96,6 +98,7 @@ func (s *Server) serveConn(in io.ReadCloser, out io.WriteCloser, who *tree.Princ
 		fids:    map[uint32]*fid{},
 		pending: map[uint16]*pending{},
 		who:     who,
+		token:   tok,
 	}
 	c.msize.Store(msize)
 	c.serve()

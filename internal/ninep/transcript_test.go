@@ -47,7 +47,11 @@ func runTranscript(t *testing.T, file, script string) {
 	srv := New(testTree(t))
 	r1, w1, _ := os.Pipe()
 	r2, w2, _ := os.Pipe()
-	go func() { srv.ServeConn(r2, w1); r2.Close(); w1.Close() }()
+	serve := srv.ServeConn
+	if strings.HasPrefix(filepath.Base(file), "auth") { // needs the token "sesame"
+		serve = func(in io.ReadCloser, out io.WriteCloser) { srv.ServeAuthConn(in, out, NewToken([]byte("sesame"))) }
+	}
+	go func() { serve(r2, w1); r2.Close(); w1.Close() }()
 	defer w2.Close()
 	defer r1.Close()
 	lines := strings.Split(script, "\n")

@@ -59,6 +59,7 @@ type Conn struct {
 	br    *bufio.Reader
 	msize atomic.Uint32 // negotiated in Tversion; fixed afterwards
 	dead  chan struct{} // closed when the connection dies
+	auth  *remoteAuth   // set by Dialer.Dial for TCP: Attach authenticates (auth.go)
 
 	wmu sync.Mutex // serializes whole messages on rwc
 

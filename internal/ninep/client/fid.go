@@ -29,6 +29,13 @@ type Fid struct {
 // Attach introduces uname to the server and returns a fid for the root of
 // the tree aname (usually "").
 func (c *Conn) Attach(ctx context.Context, uname, aname string) (*Fid, error) {
+	afid, err := c.authenticate(ctx, uname, aname) // auth.go
+	if err != nil {
+		return nil, err
+	}
+	if afid != nil {
+		defer afid.Clunk(context.WithoutCancel(ctx))
+	}
 	f, err := c.newFid()
 	if err != nil {
 		return nil, err
@@ -40,7 +47,7 @@ func (c *Conn) Attach(ctx context.Context, uname, aname string) (*Fid, error) {
 	}
 	defer c.put(cl)
 	cl.put32(f.num)
-	cl.put32(plan9.NOFID)
+	cl.put32(afid.fidNum())
 	cl.putString(uname)
 	cl.putString(aname)
 	if err := c.rpc(ctx, cl, nil); err != nil {

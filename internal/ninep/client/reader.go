@@ -115,7 +115,7 @@ func (cl *call) decode(b []byte) error {
 	case plan9.Rversion:
 		cl.msize = d.u32()
 		cl.version = d.string()
-	case plan9.Rattach:
+	case plan9.Rattach, plan9.Rauth:
 		cl.qid = d.qid()
 	case plan9.Rwalk:
 		n := int(d.u16())
