@@ -39,6 +39,9 @@ type spec struct {
 	Flags  uint32        `json:"flags,omitempty"`
 	Limits config.Limits `json:"limits"`
 	Deny   []int         `json:"deny,omitempty"`
+	// Protect are bound read-only in a mount namespace of the program's
+	// own before anything else (protect.go).
+	Protect []string `json:"protect,omitempty"`
 }
 
 // Cmd is one program to start under a prepared policy.
@@ -63,7 +66,8 @@ func (pr *Prepared) spec(c Cmd) spec {
 	if c.Elevated {
 		return spec{Mode: Elevated}
 	}
-	return spec{Mode: pr.Mode, Flags: pr.flags, Limits: pr.Policy.Limits, Deny: pr.Policy.DenyFamilies}
+	return spec{Mode: pr.Mode, Flags: pr.flags, Limits: pr.Policy.Limits, Deny: pr.Policy.DenyFamilies,
+		Protect: pr.Policy.Protect}
 }
 
 // Start starts c under the policy in a new process group whose id is
@@ -113,6 +117,9 @@ func startOneShot(c Cmd, s spec, ruleset *os.File) (*Proc, error) {
 		cmd.ExtraFiles[2] = ruleset
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if len(s.Protect) > 0 && userNamespaceHelper() {
+		inUserNamespace(cmd.SysProcAttr)
+	}
 	err = cmd.Start()
 	statusW.Close()
 	if err != nil {
@@ -185,6 +192,11 @@ func HelperMain(args []string) int {
 	runtime.LockOSThread()
 	if s.Mode == Landlock {
 		syscall.CloseOnExec(rulesetFD)
+	}
+	if s.Mode != Elevated {
+		if err := protect(s.Protect); err != nil {
+			return fail(125, err)
+		}
 	}
 	if err := confine(s); err != nil {
 		return fail(125, err)

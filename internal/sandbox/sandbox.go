@@ -67,6 +67,8 @@ type Policy struct {
 	// DenyFamilies are the socket address families seccomp refuses.
 	DenyFamilies []int
 	Limits       config.Limits
+	// Protect are paths inside RWDirs that stay read-only (protect.go).
+	Protect []string
 }
 
 // Net is what a policy allows of TCP. With Restrict false the network is
@@ -110,6 +112,9 @@ func New(name string, p config.Profile, paths Paths) (*Policy, error) {
 		return nil, err
 	}
 	pol.Net, pol.DenyFamilies = netPolicy(p)
+	if p.Protects() {
+		pol.Protect = protectedPaths(pol.RWDirs, b.private)
+	}
 	return pol, nil
 }
 
