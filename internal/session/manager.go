@@ -29,6 +29,9 @@ type Options struct {
 	// sub-agents it spawned).
 	OnStop func(id string)
 	Logf   func(format string, args ...any)
+	// TmpQuotaMB is the size of each session's tmp (a tmpfs where the
+	// daemon may mount one); 0 for none.
+	TmpQuotaMB int
 }
 
 // Manager holds every session of the daemon.
@@ -247,6 +250,7 @@ func (m *Manager) Remove(key string) error {
 	}
 	m.notify.broadcast()
 	m.mu.Unlock()
+	s.ReleaseTmp()
 	return os.RemoveAll(s.dir)
 }
 
