@@ -229,6 +229,11 @@ func (s *Sandbox) resolve(name string, raw map[string]json.RawMessage, done map[
 		}
 		p = base
 		p.Read, p.Write, p.Hide = clip(p.Read), clip(p.Write), clip(p.Hide)
+		if v := p.ProtectMetadata; v != nil {
+			// Decoding through the base's pointer would change the base.
+			p.ProtectMetadata = new(bool)
+			*p.ProtectMetadata = *v
+		}
 	}
 	if err := strictDecode(raw[name], &p); err != nil {
 		return fmt.Errorf("profile %s: %v", name, err)

@@ -99,6 +99,16 @@ func TestMetadataReadOnly(t *testing.T) {
 	res := f.run(steps(tryOps(opsOf(attacks))))
 	wantErrnos(t, res, attacks)
 	f.wantDenied("git config core.pager", attempt("git config core.pager 'touch PLANTED'"))
+	// The mount itself cannot be undone: Landlock refuses mount changes,
+	// and a new user namespace gets the bind locked.
+	for name, op := range map[string]string{
+		"umount .git":                  "umount -l .git && touch .git/hooks/post-commit",
+		"remount .git rw":              "mount -o remount,rw .git && touch .git/hooks/post-commit",
+		"umount in a namespace":        "unshare -rm sh -c 'umount -l .git && touch .git/hooks/post-commit'",
+		"bind the repo in a namespace": "unshare -rm sh -c 'mkdir -p m && mount --bind . m && touch m/.git/hooks/post-commit'",
+	} {
+		f.with(t).wantDenied(name, attempt(op))
+	}
 
 	// What a stage does every day still works, .git read included.
 	res = f.run(steps(bash(`set -e
