@@ -170,6 +170,19 @@ func TestOllieDirsReadOnlyInWritableRoot(t *testing.T) {
 	}
 	res := f.run(steps(tryOps(opsOf(attacks))))
 	wantErrnos(t, res, attacks)
+
+	// A writable root that holds ollie's data directory, which holds the
+	// session's tmp: the data stays read-only, the tmp writable.
+	p.Write = []string{"~/.local"}
+	f.sb.Profiles["cfg"] = p
+	attacks = [][3]string{
+		{"write another session", "open(" + pyQuote(f.otherChat) + ", 'a').write('x')", "EROFS"},
+		{"write the state dir", "open(" + pyQuote(f.stateDir+"/x") + ", 'w').write('x')", "EROFS"},
+		{"write the tmp", "open(os.environ['TMPDIR'] + '/x', 'w').write('x')", "OK"},
+		{"write next to the data", "open(" + pyQuote(filepath.Join(f.home, ".local", "x")) + ", 'w').write('x')", "OK"},
+	}
+	res = f.run(steps(tryOps(opsOf(attacks))))
+	wantErrnos(t, res, attacks)
 }
 
 func TestMetadataOptOut(t *testing.T) {

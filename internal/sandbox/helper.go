@@ -42,6 +42,8 @@ type spec struct {
 	// Protect are bound read-only in a mount namespace of the program's
 	// own before anything else (protect.go).
 	Protect []string `json:"protect,omitempty"`
+	// Reopen are writable roots inside Protect, bound writable again.
+	Reopen []string `json:"reopen,omitempty"`
 }
 
 // Cmd is one program to start under a prepared policy.
@@ -67,7 +69,7 @@ func (pr *Prepared) spec(c Cmd) spec {
 		return spec{Mode: Elevated}
 	}
 	return spec{Mode: pr.Mode, Flags: pr.flags, Limits: pr.Policy.Limits, Deny: pr.Policy.DenyFamilies,
-		Protect: pr.Policy.Protect}
+		Protect: pr.Policy.Protect, Reopen: pr.Policy.Reopen}
 }
 
 // Start starts c under the policy in a new process group whose id is
@@ -194,7 +196,7 @@ func HelperMain(args []string) int {
 		syscall.CloseOnExec(rulesetFD)
 	}
 	if s.Mode != Elevated {
-		if err := protect(s.Protect); err != nil {
+		if err := protect(s.Protect, s.Reopen); err != nil {
 			return fail(125, err)
 		}
 	}

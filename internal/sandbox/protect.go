@@ -34,8 +34,11 @@ import (
 // roots rw: each root's .git (a directory, or a pointer file together
 // with its gitdir and that gitdir's common directory), and every private
 // path inside a root. Paths outside every writable root are left out:
-// Landlock already keeps them read-only.
-func protectedPaths(rw, private []string) []string {
+// Landlock already keeps them read-only. reopen are the writable roots
+// that lie inside a protected path (a session's tmp inside ollie's data
+// directory when a profile writes all of ~/.local/share), to be bound
+// writable again.
+func protectedPaths(rw, private []string) (ro, reopen []string) {
 	inRW := func(p string) bool {
 		return slices.ContainsFunc(rw, func(r string) bool { return within(p, r) })
 	}
@@ -56,7 +59,13 @@ func protectedPaths(rw, private []string) []string {
 		}
 	}
 	slices.Sort(out)
-	return slices.Compact(out)
+	out = slices.Compact(out)
+	for _, r := range rw {
+		if slices.ContainsFunc(out, func(p string) bool { return p != r && within(r, p) }) {
+			reopen = append(reopen, r)
+		}
+	}
+	return out, reopen
 }
 
 // gitPaths returns root/.git and, when it is a pointer file (a worktree
@@ -120,9 +129,9 @@ func privateMounts() error {
 	return retryEINTR(func() error { return unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, "") })
 }
 
-// bindReadOnly binds each of paths onto itself read-only in the calling
-// thread's mount namespace (see privateMounts).
-func bindReadOnly(paths []string) error {
+// bindOnto binds each of paths onto itself in the calling thread's mount
+// namespace (see privateMounts), read-only or writable.
+func bindOnto(paths []string, readOnly bool) error {
 	for _, p := range paths {
 		err := retryEINTR(func() error { return unix.Mount(p, p, "", unix.MS_BIND|unix.MS_REC, "") })
 		var st unix.Statfs_t
@@ -132,11 +141,14 @@ func bindReadOnly(paths []string) error {
 		if err == nil {
 			// A bind remount sets the flags it is given: keep the ones
 			// the mount had (a user namespace may not clear them).
-			flags := uintptr(st.Flags)&keptFlags | unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV
+			flags := uintptr(st.Flags)&keptFlags | unix.MS_BIND | unix.MS_REMOUNT | unix.MS_NOSUID | unix.MS_NODEV
+			if readOnly {
+				flags |= unix.MS_RDONLY
+			}
 			err = retryEINTR(func() error { return unix.Mount("", p, "", flags, "") })
 		}
 		if err != nil {
-			return fmt.Errorf("making %s read-only: %v", p, err)
+			return fmt.Errorf("binding %s: %v", p, err)
 		}
 	}
 	return nil
@@ -146,16 +158,19 @@ func bindReadOnly(paths []string) error {
 // statfs reports them with the values mount takes.
 const keptFlags = unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC | unix.MS_NOATIME | unix.MS_NODIRATIME | unix.MS_RELATIME
 
-// protect makes paths read-only for whatever the calling thread starts
-// from now on; nothing for none.
-func protect(paths []string) error {
+// protect makes paths read-only, but reopen writable again, for whatever
+// the calling thread starts from now on; nothing for none.
+func protect(paths, reopen []string) error {
 	if len(paths) == 0 {
 		return nil
 	}
 	if err := privateMounts(); err != nil {
 		return noProtection(err)
 	}
-	return bindReadOnly(paths)
+	if err := bindOnto(paths, true); err != nil {
+		return err
+	}
+	return bindOnto(reopen, false)
 }
 
 // noProtection is the error of a helper that cannot make a namespace.

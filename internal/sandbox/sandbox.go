@@ -67,8 +67,9 @@ type Policy struct {
 	// DenyFamilies are the socket address families seccomp refuses.
 	DenyFamilies []int
 	Limits       config.Limits
-	// Protect are paths inside RWDirs that stay read-only (protect.go).
-	Protect []string
+	// Protect are paths inside RWDirs that stay read-only (protect.go);
+	// Reopen are RWDirs inside those, writable again.
+	Protect, Reopen []string
 }
 
 // Net is what a policy allows of TCP. With Restrict false the network is
@@ -113,7 +114,7 @@ func New(name string, p config.Profile, paths Paths) (*Policy, error) {
 	}
 	pol.Net, pol.DenyFamilies = netPolicy(p)
 	if p.Protects() {
-		pol.Protect = protectedPaths(pol.RWDirs, b.private)
+		pol.Protect, pol.Reopen = protectedPaths(pol.RWDirs, b.private)
 	}
 	return pol, nil
 }

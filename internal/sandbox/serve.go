@@ -167,7 +167,7 @@ func (s *server) ready(deny []int, key string) {
 // cold serves j on a thread confined for it from scratch.
 func (s *server) cold(j job) {
 	runtime.LockOSThread() // never unlocked: the confinement is the thread's
-	err := protect(j.req.Spec.Protect)
+	err := protect(j.req.Spec.Protect, j.req.Spec.Reopen)
 	l := -1
 	if err == nil {
 		l, err = preconfine(j.req.Spec.Deny)

@@ -1,0 +1,56 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+func TestProtectedPaths(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := func(p ...string) string { return filepath.Join(append([]string{root}, p...)...) }
+	mk := func(p string) {
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put := func(p, s string) {
+		mk(filepath.Dir(p))
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk(j("repo", ".git", "hooks"))
+	mk(j("main", ".git", "worktrees", "wt"))
+	put(j("main", ".git", "worktrees", "wt", "commondir"), "../..\n")
+	put(j("wt", ".git"), "gitdir: "+j("main", ".git", "worktrees", "wt")+"\n")
+	put(j("sub", ".git"), "gitdir: ../repo/.git\n") // relative pointer
+	put(j("bogus", ".git"), "not a pointer\n")      // only the file itself
+	mk(j("data", "s", "one", "tmp"))                // ollie's data, holding a tmp
+	mk(j("plain"))
+	for _, tc := range []struct {
+		name       string
+		rw         []string
+		ro, reopen []string
+	}{
+		{"repo", []string{j("repo")}, []string{j("repo", ".git")}, nil},
+		{"no .git", []string{j("plain")}, nil, nil},
+		{"worktree, main not writable", []string{j("wt")}, []string{j("wt", ".git")}, nil},
+		{"worktree, main writable", []string{j("wt"), j("main")},
+			[]string{j("main", ".git"), j("main", ".git", "worktrees", "wt"), j("wt", ".git")}, nil},
+		{"relative pointer", []string{j("sub"), j("repo")}, []string{j("repo", ".git"), j("sub", ".git")}, nil},
+		{"not a pointer", []string{j("bogus")}, []string{j("bogus", ".git")}, nil},
+		{"private inside a root", []string{root, j("data", "s", "one", "tmp")},
+			[]string{j("data")}, []string{j("data", "s", "one", "tmp")}}, // only a root's own .git
+		{"root is private", []string{j("data")}, []string{j("data")}, nil},
+	} {
+		ro, reopen := protectedPaths(tc.rw, []string{j("data"), j("elsewhere")})
+		if !slices.Equal(ro, tc.ro) || !slices.Equal(reopen, tc.reopen) {
+			t.Errorf("%s: got %q reopen %q, want %q reopen %q", tc.name, ro, reopen, tc.ro, tc.reopen)
+		}
+	}
+}
