@@ -110,6 +110,17 @@ func TestMetadataReadOnly(t *testing.T) {
 		f.with(t).wantDenied(name, attempt(op))
 	}
 
+	// The user makes the repository again (a namespace kept for the
+	// old .git must not be reused): as read-only as the first.
+	if err := os.RemoveAll(filepath.Join(f.cwd, ".git")); err != nil {
+		t.Fatal(err)
+	}
+	gitRun(t, f.cwd, "init", "-q")
+	gitRun(t, f.cwd, "add", "README")
+	gitRun(t, f.cwd, "commit", "-q", "-m", "again")
+	again := [][3]string{{"plant hook", plant, "EROFS"}}
+	wantErrnos(t, f.run(steps(tryOps(opsOf(again)))), again)
+
 	// What a stage does every day still works, .git read included.
 	res = f.run(steps(bash(`set -e
 echo a > top && echo b >> top && mkdir -p sub/deep && echo c > sub/deep/f

@@ -44,6 +44,8 @@ type spec struct {
 	Protect []string `json:"protect,omitempty"`
 	// Reopen are writable roots inside Protect, bound writable again.
 	Reopen []string `json:"reopen,omitempty"`
+	// NSKey names the namespace the resident helper may reuse for them.
+	NSKey string `json:"ns_key,omitempty"`
 }
 
 // Cmd is one program to start under a prepared policy.
@@ -69,7 +71,7 @@ func (pr *Prepared) spec(c Cmd) spec {
 		return spec{Mode: Elevated}
 	}
 	return spec{Mode: pr.Mode, Flags: pr.flags, Limits: pr.Policy.Limits, Deny: pr.Policy.DenyFamilies,
-		Protect: pr.Policy.Protect, Reopen: pr.Policy.Reopen}
+		Protect: pr.Policy.Protect, Reopen: pr.Policy.Reopen, NSKey: pr.Policy.nsKey}
 }
 
 // Start starts c under the policy in a new process group whose id is

@@ -196,12 +196,12 @@ func userNamespaceHelper() bool { return os.Geteuid() != 0 && runtime.GOOS == "l
 // inUserNamespace makes a helper start in a user namespace of its own in
 // which it keeps its uid and gid and holds CAP_SYS_ADMIN (ambient, so
 // that it survives the exec): enough to make mount namespaces, nothing
-// outside them. Programs it starts drop the capability (dropCaps).
+// outside them. Programs it starts drop the capabilities (dropCaps).
 func inUserNamespace(a *syscall.SysProcAttr) {
 	uid, gid := os.Getuid(), os.Getgid()
 	a.Cloneflags |= syscall.CLONE_NEWUSER
 	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
 	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
 	a.GidMappingsEnableSetgroups = false
-	a.AmbientCaps = append(a.AmbientCaps, unix.CAP_SYS_ADMIN)
+	a.AmbientCaps = append(a.AmbientCaps, unix.CAP_SYS_ADMIN, unix.CAP_SYS_CHROOT) // chroot: for setns
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"ollie.dev/ollie/internal/config"
 )
 
 func TestProtectedPaths(t *testing.T) {
@@ -51,6 +53,45 @@ func TestProtectedPaths(t *testing.T) {
 		ro, reopen := protectedPaths(tc.rw, []string{j("data"), j("elsewhere")})
 		if !slices.Equal(ro, tc.ro) || !slices.Equal(reopen, tc.reopen) {
 			t.Errorf("%s: got %q reopen %q, want %q reopen %q", tc.name, ro, reopen, tc.ro, tc.reopen)
+		}
+	}
+}
+
+// TestKeptNamespaceRechecked replaces a protected .git between two
+// stages of one prepared policy (one key): the namespace kept for the
+// first must not serve the second with the new .git writable.
+func TestKeptNamespaceRechecked(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(root, "home")
+	cwd, tmp := filepath.Join(home, "p"), filepath.Join(root, "tmp")
+	for _, d := range []string{filepath.Join(cwd, ".git"), tmp} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pol, err := New("workspace", config.BuiltinProfiles()["workspace"], Paths{Home: home, Cwd: cwd, Tmp: tmp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := pol.Prepare(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	try := Cmd{Path: "/bin/sh", Args: []string{"sh", "-c", "echo TRIED; touch .git/planted && echo ESCAPED || echo denied"}, Dir: cwd}
+	for i := range 3 {
+		if out, _ := run(t, pr, try); out != "TRIED\ndenied\n" {
+			t.Fatalf("round %d: %q", i, out)
+		}
+		// The user makes .git again, outside: the kept bind is on the old.
+		if err := os.RemoveAll(filepath.Join(cwd, ".git")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Mkdir(filepath.Join(cwd, ".git"), 0o755); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -70,6 +70,7 @@ type Policy struct {
 	// Protect are paths inside RWDirs that stay read-only (protect.go);
 	// Reopen are RWDirs inside those, writable again.
 	Protect, Reopen []string
+	nsKey           string // see nsKey
 }
 
 // Net is what a policy allows of TCP. With Restrict false the network is
@@ -115,6 +116,9 @@ func New(name string, p config.Profile, paths Paths) (*Policy, error) {
 	pol.Net, pol.DenyFamilies = netPolicy(p)
 	if p.Protects() {
 		pol.Protect, pol.Reopen = protectedPaths(pol.RWDirs, b.private)
+		if len(pol.Protect) > 0 {
+			pol.nsKey = nsKey(pol.Protect, pol.Reopen, pol.RWDirs)
+		}
 	}
 	return pol, nil
 }

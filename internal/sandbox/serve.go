@@ -82,6 +82,7 @@ func serve() int {
 	// Neither a core file nor ptrace (short of CAP_SYS_PTRACE) shows
 	// what the daemon sent.
 	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	initNSCache()
 	if err := selfCheck(); err != nil {
 		sendReply(serveFD, reply{Kind: "ready", Err: err.Error()}, -1)
 		return 1
@@ -167,7 +168,8 @@ func (s *server) ready(deny []int, key string) {
 // cold serves j on a thread confined for it from scratch.
 func (s *server) cold(j job) {
 	runtime.LockOSThread() // never unlocked: the confinement is the thread's
-	err := protect(j.req.Spec.Protect, j.req.Spec.Reopen)
+	sp := j.req.Spec
+	err := enterProtected(sp.NSKey, sp.Protect, sp.Reopen)
 	l := -1
 	if err == nil {
 		l, err = preconfine(j.req.Spec.Deny)
