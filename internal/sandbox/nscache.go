@@ -27,10 +27,15 @@ type keptNS struct {
 }
 
 var nsCache struct {
-	mu   sync.Mutex
-	m    map[string]*keptNS
-	home int // the helper's own mount namespace, to go back to; -1 unknown
+	mu sync.Mutex
+	m  map[string]*keptNS
 }
+
+// errStaleNS means that the calling thread joined a kept namespace that
+// no longer holds: it cannot go back (the helper's own namespace may
+// belong to a user namespace above it), so it must end, and a fresh
+// thread make a new namespace.
+var errStaleNS = fmt.Errorf("stale mount namespace")
 
 // nsKey identifies what a protection namespace is made of: the paths
 // bound, and the writable roots as the daemon sees them (device and
@@ -51,35 +56,24 @@ func nsKey(ro, reopen, rw []string) string {
 	return b.String()
 }
 
-// initNSCache records the helper's own mount namespace; called once by
-// serve before any thread leaves it.
-func initNSCache() {
-	nsCache.m = map[string]*keptNS{}
-	fd, err := unix.Open("/proc/self/ns/mnt", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		fd = -1
-	}
-	nsCache.home = fd
-}
-
 // enterProtected puts the calling thread, locked and still privileged,
 // into a namespace where ro are read-only and reopen writable: a kept
-// one of the same key if it still holds, or a new one, then kept.
-func enterProtected(key string, ro, reopen []string) error {
+// one of the same key if it still holds (and reuse is set), or a new
+// one, then kept. It returns errStaleNS for a kept one that no longer
+// holds (the user replaced a .git since): the thread must then end.
+func enterProtected(key string, ro, reopen []string, reuse bool) error {
 	if len(ro) == 0 || key == "" {
 		return protect(ro, reopen)
 	}
-	if k := takeNS(key); k != nil {
+	if k := takeNS(key, reuse); k != nil {
 		err := join(k.fd)
 		putNS(k)
 		if err == nil && stillProtected(ro) {
 			return nil
 		}
-		// A bind that no longer holds (the user replaced a .git since)
-		// or a join that failed: start again from the helper's own.
 		dropNS(key, k)
-		if err == nil && (nsCache.home < 0 || join(nsCache.home) != nil) {
-			return fmt.Errorf("leaving a stale mount namespace failed")
+		if err == nil {
+			return errStaleNS
 		}
 	}
 	if err := protect(ro, reopen); err != nil {
@@ -113,12 +107,17 @@ func stillProtected(ro []string) bool {
 	return true
 }
 
-func takeNS(key string) *keptNS {
+// takeNS returns the namespace kept under key, if any and if reuse, with
+// a reference the caller puts back.
+func takeNS(key string, reuse bool) *keptNS {
 	nsCache.mu.Lock()
 	defer nsCache.mu.Unlock()
+	if nsCache.m == nil {
+		nsCache.m = map[string]*keptNS{}
+	}
 	sweepLocked()
 	k := nsCache.m[key]
-	if k == nil {
+	if k == nil || !reuse {
 		return nil
 	}
 	k.refs++
@@ -145,6 +144,9 @@ func dropNS(key string, k *keptNS) {
 func keepNS(key string, fd int) {
 	nsCache.mu.Lock()
 	defer nsCache.mu.Unlock()
+	if nsCache.m == nil {
+		nsCache.m = map[string]*keptNS{}
+	}
 	if nsCache.m[key] != nil {
 		forgetLocked(key)
 	}

@@ -69,6 +69,7 @@ type job struct {
 	req   request
 	reply int   // the request's socket
 	fds   []int // stdin, stdout, stderr, script, ruleset
+	fresh bool  // make a new protection namespace, reuse none (nscache.go)
 }
 
 // serve runs the resident helper until the daemon closes its end.
@@ -82,7 +83,6 @@ func serve() int {
 	// Neither a core file nor ptrace (short of CAP_SYS_PTRACE) shows
 	// what the daemon sent.
 	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
-	initNSCache()
 	if err := selfCheck(); err != nil {
 		sendReply(serveFD, reply{Kind: "ready", Err: err.Error()}, -1)
 		return 1
@@ -169,7 +169,14 @@ func (s *server) ready(deny []int, key string) {
 func (s *server) cold(j job) {
 	runtime.LockOSThread() // never unlocked: the confinement is the thread's
 	sp := j.req.Spec
-	err := enterProtected(sp.NSKey, sp.Protect, sp.Reopen)
+	err := enterProtected(sp.NSKey, sp.Protect, sp.Reopen, !j.fresh)
+	if err == errStaleNS {
+		// This thread is in a namespace that no longer protects; it
+		// ends with this goroutine, and a new one starts afresh.
+		j.fresh = true
+		go s.cold(j)
+		return
+	}
 	l := -1
 	if err == nil {
 		l, err = preconfine(j.req.Spec.Deny)
