@@ -176,7 +176,7 @@ func protect(paths, reopen []string) error {
 // noProtection is the error of a helper that cannot make a namespace.
 func noProtection(err error) error {
 	return fmt.Errorf("cannot keep .git and ollie's directories read-only (%v): "+
-		"run the daemon as root or allow unprivileged user namespaces, "+
+		"the helper needs CAP_SYS_ADMIN (a daemon running as root) or unprivileged user namespaces; "+
 		`or set "protect_metadata": false in the profile`, err)
 }
 

@@ -1,9 +1,12 @@
 package sandbox
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"ollie.dev/ollie/internal/config"
@@ -92,6 +95,60 @@ func TestKeptNamespaceRechecked(t *testing.T) {
 		}
 		if err := os.Mkdir(filepath.Join(cwd, ".git"), 0o755); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestRefusedWithoutNamespaces runs the test below where the helper can
+// make no mount namespace (uid 0 of a user namespace of its own with no
+// capabilities, and no further user namespaces allowed): a stage that
+// needs protection must be refused, with the reason, not run.
+func TestRefusedWithoutNamespaces(t *testing.T) {
+	for _, tool := range []string{"unshare", "setpriv"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s (util-linux) is needed: %v", tool, err)
+		}
+	}
+	script := `echo 0 > /proc/sys/user/max_user_namespaces &&
+exec setpriv --bounding-set=-all --inh-caps=-all "$0" -test.run '^TestNoNamespaceChild$' -test.count=1 -test.v`
+	cmd := exec.Command("unshare", "--user", "--map-root-user", "sh", "-c", script, helperExe(t))
+	cmd.Env = append(os.Environ(), "OLLIE_TEST_NO_NS=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestNoNamespaceChild") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+}
+
+func TestNoNamespaceChild(t *testing.T) {
+	if os.Getenv("OLLIE_TEST_NO_NS") == "" {
+		t.Skip("run by TestRefusedWithoutNamespaces")
+	}
+	root := t.TempDir()
+	home := filepath.Join(root, "home")
+	cwd, tmp := filepath.Join(home, "p"), filepath.Join(root, "tmp")
+	for _, d := range []string{filepath.Join(cwd, ".git"), tmp} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pol, err := New("workspace", config.BuiltinProfiles()["workspace"], Paths{Home: home, Cwd: cwd, Tmp: tmp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := pol.Prepare(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	for _, oneShot := range []bool{false, true} {
+		fmt.Println("TRIED")
+		_, err := pr.Start(Cmd{Helper: helperExe(t), Path: "/bin/sh", Args: []string{"sh", "-c", "touch .git/planted"},
+			Dir: cwd, OneShot: oneShot})
+		if err == nil || !strings.Contains(err.Error(), "cannot keep .git and ollie's directories read-only") {
+			t.Errorf("one-shot %v: started, or the wrong error: %v", oneShot, err)
+		}
+		if _, err := os.Stat(filepath.Join(cwd, ".git", "planted")); err == nil {
+			t.Fatal("the stage ran with .git writable")
 		}
 	}
 }
