@@ -26,6 +26,11 @@
 // with it: a double fork cannot outlive its stage. It also refuses unix
 // sockets (which reach past Landlock before ABI 9), keyrings and io_uring.
 //
+// Inside the writable roots, .git and ollie's own directories stay
+// read-only: Landlock cannot carve them out, so such a stage runs in a
+// mount namespace of its own where they are bound read-only (protect.go,
+// nscache.go).
+//
 // What Landlock itself cannot hide is reached through /proc: the pid
 // directories of other processes are left out of every policy, because
 // Landlock's ptrace rule does not cover /proc/PID/environ (checked on
