@@ -144,9 +144,6 @@ func (r *Registry) Remove(id string) error {
 	}
 	j.stop()
 	j.m.Close()
-	for _, s := range j.m.List() {
-		s.ReleaseTmp() // a tmpfs would make its directory busy
-	}
 	return os.RemoveAll(j.dir)
 }
 

@@ -281,6 +281,8 @@ func (s *Session) SaveTranscript() error {
 }
 
 // Close stops every running turn; queued prompts stay queued on disk.
+// Each session's tmpfs (see quotaTmp) is unmounted: it holds memory, and
+// tmp is scratch space that lasts as long as the daemon.
 func (m *Manager) Close() {
 	m.closing.Store(true)
 	for _, s := range m.List() {
@@ -291,6 +293,7 @@ func (m *Manager) Close() {
 			tr.cancel(errStopped)
 			<-tr.done
 		}
+		s.ReleaseTmp()
 	}
 }
 

@@ -18,8 +18,8 @@ var tmpMu sync.Mutex
 // ENOSPC and every other session, and the disk, are untouched. Only a
 // daemon with CAP_SYS_ADMIN can mount one; for others d stays a plain
 // directory and the per-file limit (limits.file_mb) is all there is, as
-// docs/execute.md says. A tmpfs already there (the daemon restarted) is
-// kept.
+// docs/execute.md says. A tmpfs already there (left by a daemon that
+// died) is kept; Manager.Close and Remove unmount it.
 func quotaTmp(d string, quotaMB int) error {
 	if quotaMB <= 0 {
 		return nil

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"ollie.dev/ollie/internal/config"
@@ -74,5 +75,15 @@ func TestTmpQuota(t *testing.T) {
 	res = run(ss[1], `head -c 1000000 /dev/zero > "$TMPDIR/f" && wc -c < "$TMPDIR/f"`)
 	if res.Failed || strings.TrimSpace(string(res.Output)) != "1000000" {
 		t.Fatalf("another session cannot write its tmp: %s", res)
+	}
+	// A stopping daemon leaves no tmpfs behind.
+	m.Close()
+	for _, s := range ss {
+		var st, parent syscall.Stat_t
+		syscall.Stat(s.TmpDir(), &st)
+		syscall.Stat(s.Dir(), &parent)
+		if st.Dev != parent.Dev {
+			t.Errorf("%s is still mounted after Close", s.TmpDir())
+		}
 	}
 }
