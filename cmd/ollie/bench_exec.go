@@ -54,7 +54,9 @@ func benchExec(b *benchEnv) ([]benchRow, error) {
 func benchExecutor(b *benchEnv) (*execute.Executor, execute.Spec, error) {
 	home := filepath.Join(b.dir, "exec-home")
 	cwd, tmp := filepath.Join(b.dir, "exec-cwd"), filepath.Join(b.dir, "exec-tmp")
-	for _, d := range []string{home, cwd, tmp} {
+	// A repository, as most working directories are: its .git is
+	// read-only to stages, which costs a mount namespace per stage.
+	for _, d := range []string{home, filepath.Join(cwd, ".git"), tmp} {
 		if err := os.MkdirAll(d, 0700); err != nil {
 			return nil, execute.Spec{}, err
 		}

@@ -35,6 +35,9 @@ type Sandbox struct {
 	// ConsentTimeout is how long, in seconds, an elevated stage waits for
 	// an answer before it is denied.
 	ConsentTimeout int `json:"consent_timeout,omitempty"`
+	// TmpQuotaMB bounds a session's tmp directory, stage output spools
+	// included (a tmpfs of that size where the daemon can mount one).
+	TmpQuotaMB int `json:"tmp_quota_mb,omitempty"`
 	// Preapproved are elevated stages that run without asking, compared
 	// exactly: {"language":"bash","code":"..."} or {"tool":"x","args":[...]}.
 	Preapproved []json.RawMessage `json:"preapproved,omitempty"`
@@ -69,7 +72,15 @@ type Profile struct {
 	UnixSockets bool `json:"unix_sockets,omitempty"`
 	// Limits are resource limits applied to every stage.
 	Limits Limits `json:"limits"`
+	// ProtectMetadata, on unless set to false, makes workspace metadata
+	// that runs code later (.git, ollie's own directories) read-only to
+	// stages even inside writable paths (see Protects).
+	ProtectMetadata *bool `json:"protect_metadata,omitempty"`
 }
+
+// Protects reports whether the profile keeps workspace metadata read-only:
+// always, unless the profile opts out with "protect_metadata": false.
+func (p Profile) Protects() bool { return p.ProtectMetadata == nil || *p.ProtectMetadata }
 
 // Limits are rlimits; zero leaves a limit as inherited.
 type Limits struct {
@@ -111,6 +122,7 @@ func DefaultSandbox() Sandbox {
 		MaxResult:        32 << 10,
 		MaxStageOutputMB: 512,
 		ConsentTimeout:   300,
+		TmpQuotaMB:       1024,
 	}
 }
 
@@ -147,6 +159,7 @@ type sandboxFile struct {
 	MaxResult        *int                       `json:"max_result"`
 	MaxStageOutputMB *int                       `json:"max_stage_output_mb"`
 	ConsentTimeout   *int                       `json:"consent_timeout"`
+	TmpQuotaMB       *int                       `json:"tmp_quota_mb"`
 	Preapproved      []json.RawMessage          `json:"preapproved"`
 }
 
@@ -178,6 +191,7 @@ func (s *Sandbox) UnmarshalJSON(data []byte) error {
 	set(&s.MaxResult, f.MaxResult)
 	set(&s.MaxStageOutputMB, f.MaxStageOutputMB)
 	set(&s.ConsentTimeout, f.ConsentTimeout)
+	set(&s.TmpQuotaMB, f.TmpQuotaMB)
 	s.Preapproved = f.Preapproved
 	done := map[string]bool{}
 	for name := range f.Profiles {
@@ -215,6 +229,11 @@ func (s *Sandbox) resolve(name string, raw map[string]json.RawMessage, done map[
 		}
 		p = base
 		p.Read, p.Write, p.Hide = clip(p.Read), clip(p.Write), clip(p.Hide)
+		if v := p.ProtectMetadata; v != nil {
+			// Decoding through the base's pointer would change the base.
+			p.ProtectMetadata = new(bool)
+			*p.ProtectMetadata = *v
+		}
 	}
 	if err := strictDecode(raw[name], &p); err != nil {
 		return fmt.Errorf("profile %s: %v", name, err)
@@ -259,6 +278,9 @@ func (s *Sandbox) check() error {
 	}
 	if s.MaxResult < 1024 || s.MaxStageOutputMB <= 0 || s.ConsentTimeout <= 0 {
 		return fmt.Errorf("max_result (at least 1024), max_stage_output_mb and consent_timeout must be positive")
+	}
+	if s.TmpQuotaMB <= 0 || s.TmpQuotaMB > 1<<20 {
+		return fmt.Errorf("tmp_quota_mb %d: want 1 to %d", s.TmpQuotaMB, 1<<20)
 	}
 	for i, p := range s.Preapproved {
 		if len(p) == 0 || p[0] != '{' {

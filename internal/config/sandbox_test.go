@@ -75,6 +75,23 @@ func TestSandboxUserProfiles(t *testing.T) {
 	}
 }
 
+func TestSandboxProtectMetadata(t *testing.T) {
+	s, err := loadSandbox(t, `{"sandbox": {"tmp_quota_mb": 64, "profiles": {
+		"open": {"extends": "workspace", "protect_metadata": false},
+		"closed": {"extends": "open", "protect_metadata": true}}}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]bool{"workspace": true, "open": false, "closed": true} {
+		if p, _ := s.Profile(name); p.Protects() != want {
+			t.Errorf("%s: protects %v, want %v", name, p.Protects(), want)
+		}
+	}
+	if s.TmpQuotaMB != 64 || DefaultSandbox().TmpQuotaMB != 1024 {
+		t.Errorf("tmp_quota_mb %d, default %d", s.TmpQuotaMB, DefaultSandbox().TmpQuotaMB)
+	}
+}
+
 func TestSandboxErrors(t *testing.T) {
 	for _, tc := range []struct{ js, want string }{
 		{`{"sandbox": {"bogus": 1}}`, `unknown field "bogus"`},
@@ -85,6 +102,9 @@ func TestSandboxErrors(t *testing.T) {
 		{`{"sandbox": {"profiles": {"x": {"cwd": "rw", "read": ["relative"]}}}}`, "must be absolute"},
 		{`{"sandbox": {"default": "nosuch"}}`, `default profile "nosuch" is not defined`},
 		{`{"sandbox": {"timeout": 100, "max_timeout": 10}}`, "want 0 < timeout <= max_timeout"},
+		{`{"sandbox": {"profiles": {"x": {"protect_metadata": "no"}}}}`, "protect_metadata"},
+		{`{"sandbox": {"tmp_quota_mb": 0}}`, "tmp_quota_mb 0"},
+		{`{"sandbox": {"tmp_quota_mb": -5}}`, "tmp_quota_mb -5"},
 	} {
 		_, err := loadSandbox(t, tc.js)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -77,7 +77,7 @@ func Start(cfg *config.Config, o Options) (*Daemon, error) {
 
 	var reg *batch.Registry
 	so := session.Options{Runner: o.Runner, CheckAgent: agentChecker(cfg), CheckBackend: backendChecker(cfg), CheckCwd: cwdChecker(cfg),
-		Logf: d.log.Printf, OnStop: func(id string) { reg.StopChildren(id) }}
+		Logf: d.log.Printf, OnStop: func(id string) { reg.StopChildren(id) }, TmpQuotaMB: cfg.Sandbox.TmpQuotaMB}
 	reg, err = batch.Open(batch.Options{Dir: filepath.Join(cfg.DataDir, "b"), Session: so, MaxRunning: cfg.MaxParallel, Logf: d.log.Printf})
 	if err != nil {
 		d.Close()

@@ -2,6 +2,7 @@ package execute
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"testing"
 )
 
@@ -22,8 +23,15 @@ func BenchmarkBareExec(b *testing.B) {
 	}
 }
 
-func benchArgs(b *testing.B, args string, oneShot bool) {
+func benchArgs(b *testing.B, args string, oneShot bool) { benchIn(b, args, oneShot, false) }
+
+// benchIn runs args; with git the working directory has a .git, which
+// every stage gets read-only in a mount namespace of its own.
+func benchIn(b *testing.B, args string, oneShot, git bool) {
 	f := newFixture(b)
+	if git {
+		mkdir(b, filepath.Join(f.cwd, ".git", "hooks"))
+	}
 	ex := f.executor()
 	ex.o.OneShot = ex.o.OneShot || oneShot
 	spec := f.spec()
@@ -62,6 +70,8 @@ func BenchmarkSequential8(b *testing.B)        { benchArgs(b, benchSeq8, false) 
 func BenchmarkSequential8OneShot(b *testing.B) { benchArgs(b, benchSeq8, true) }
 func BenchmarkParallel8(b *testing.B)          { benchArgs(b, benchPar8, false) }
 func BenchmarkParallel8OneShot(b *testing.B)   { benchArgs(b, benchPar8, true) }
+func BenchmarkSequential8Git(b *testing.B)     { benchIn(b, benchSeq8, false, true) }
+func BenchmarkParallel8Git(b *testing.B)       { benchIn(b, benchPar8, false, true) }
 
 func TestBench(t *testing.T) {
 	f := newFixture(t)

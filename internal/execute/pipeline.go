@@ -69,8 +69,8 @@ func (r *run) runParallel(ctx context.Context, j *job, in *spool) *outcome {
 		} else {
 			joined.notes = append(joined.notes, o.stderrNotes()...)
 		}
-		if _, err := io.Copy(joined.stdout, o.stdout.Reader()); err == errTooLarge && failed == nil {
-			joined.tooLarge, joined.exit = true, -1
+		if _, err := io.Copy(joined.stdout, o.stdout.Reader()); err != nil && failed == nil {
+			joined.tooLarge, joined.outErr, joined.exit = true, err, -1
 			failed = joined
 		}
 	}

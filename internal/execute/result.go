@@ -128,6 +128,8 @@ func (o *outcome) reason() string {
 		return fmt.Sprintf("timed out after %v", o.limit)
 	case o.stopped:
 		return "was interrupted"
+	case o.tooLarge && o.outErr != nil && o.outErr != errTooLarge:
+		return "wrote output that could not be kept: " + o.outErr.Error()
 	case o.tooLarge:
 		return "wrote more output than the limit allows"
 	case o.sig != 0:

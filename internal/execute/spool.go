@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"syscall"
 )
 
 // memMax is how much of a stage's output is kept in memory before it
@@ -12,6 +13,18 @@ import (
 const memMax = 4 << 20
 
 var errTooLarge = errors.New("output too large")
+
+// errTmpFull is a spool that found no room in the session's tmp: its
+// quota (sandbox.tmp_quota_mb) or the disk is full.
+var errTmpFull = errors.New("no space left in the session's tmp (sandbox.tmp_quota_mb)")
+
+// spoolError names a full tmp as such; other errors stay as they are.
+func spoolError(err error) error {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return errTmpFull
+	}
+	return err
+}
 
 // A spool holds one stage's stdout, in memory or, past memMax, in an
 // unlinked file in the session's tmp directory: stages may pass each
@@ -34,12 +47,12 @@ func (s *spool) Write(p []byte) (int, error) {
 	if s.f == nil && s.mem.Len()+len(p) > memMax {
 		f, err := os.CreateTemp(s.dir, ".ollie-spool-*")
 		if err != nil {
-			return 0, err
+			return 0, spoolError(err)
 		}
 		os.Remove(f.Name()) // unlinked: nothing to clean up, nothing for stages to see
 		if _, err := f.Write(s.mem.Bytes()); err != nil {
 			f.Close()
-			return 0, err
+			return 0, spoolError(err)
 		}
 		s.f = f
 		s.mem = bytes.Buffer{}
@@ -52,6 +65,9 @@ func (s *spool) Write(p []byte) (int, error) {
 		n, err = s.mem.Write(p)
 	}
 	s.n += int64(n)
+	if err != nil {
+		err = spoolError(err)
+	}
 	return n, err
 }
 

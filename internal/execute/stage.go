@@ -34,10 +34,11 @@ type outcome struct {
 	timedOut bool
 	stopped  bool          // the call was cancelled
 	limit    time.Duration // the timeout that applied
-	tooLarge bool
-	denied   string // why an elevated stage did not run
-	err      error  // the stage could not start
-	notes    []Note // stderr of the branches that succeeded, for a parallel stage
+	tooLarge bool          // its output was cut off: too large, or outErr
+	outErr   error         // why its output could not be kept, past the limit or not
+	denied   string        // why an elevated stage did not run
+	err      error         // the stage could not start
+	notes    []Note        // stderr of the branches that succeeded, for a parallel stage
 }
 
 // stderrNotes is what the stages of o that succeeded wrote to stderr.
@@ -139,7 +140,10 @@ func (r *run) wait(ctx context.Context, o *outcome, p *proc) {
 	copies.Add(2)
 	go func() {
 		defer copies.Done()
-		if _, err := io.Copy(o.stdout, p.outR); err == errTooLarge {
+		// Any write error stops the stage: a pipe no one reads would
+		// hold it until its timeout.
+		if _, err := io.Copy(o.stdout, p.outR); err != nil {
+			o.outErr = err
 			close(tooBig)
 		}
 	}()

@@ -32,13 +32,17 @@ func BenchmarkPrepare(b *testing.B) {
 }
 
 // benchStart starts `sh -c :` under the workspace policy and waits for
-// it, oneShot choosing the helper.
-func benchStart(b *testing.B, oneShot bool) {
+// it, oneShot choosing the helper; with git the working directory has a
+// .git, which the stage gets read-only in a mount namespace.
+func benchStart(b *testing.B, oneShot, git bool) {
 	root := b.TempDir()
 	home := filepath.Join(root, "home")
 	cwd, tmp := filepath.Join(home, "p"), filepath.Join(root, "tmp")
 	os.MkdirAll(cwd, 0o755)
 	os.MkdirAll(tmp, 0o755)
+	if git {
+		os.MkdirAll(filepath.Join(cwd, ".git", "hooks"), 0o755)
+	}
 	pol, err := New("workspace", config.BuiltinProfiles()["workspace"], Paths{Home: home, Cwd: cwd, Tmp: tmp})
 	if err != nil {
 		b.Fatal(err)
@@ -63,8 +67,13 @@ func benchStart(b *testing.B, oneShot bool) {
 // BenchmarkStart is Start and Wait of a trivial program through the
 // resident helper; BenchmarkStartOneShot the same through a helper
 // process of its own; BenchmarkStartBare a plain fork/exec.
-func BenchmarkStart(b *testing.B)        { benchStart(b, false) }
-func BenchmarkStartOneShot(b *testing.B) { benchStart(b, true) }
+func BenchmarkStart(b *testing.B)        { benchStart(b, false, false) }
+func BenchmarkStartOneShot(b *testing.B) { benchStart(b, true, false) }
+
+// BenchmarkStartGit and BenchmarkStartGitOneShot are the same with a
+// protected .git in the working directory.
+func BenchmarkStartGit(b *testing.B)        { benchStart(b, false, true) }
+func BenchmarkStartGitOneShot(b *testing.B) { benchStart(b, true, true) }
 func BenchmarkStartBare(b *testing.B) {
 	for b.Loop() {
 		if err := exec.Command("/bin/sh", "-c", ":").Run(); err != nil {

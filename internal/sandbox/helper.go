@@ -39,6 +39,13 @@ type spec struct {
 	Flags  uint32        `json:"flags,omitempty"`
 	Limits config.Limits `json:"limits"`
 	Deny   []int         `json:"deny,omitempty"`
+	// Protect are bound read-only in a mount namespace of the program's
+	// own before anything else (protect.go).
+	Protect []string `json:"protect,omitempty"`
+	// Reopen are writable roots inside Protect, bound writable again.
+	Reopen []string `json:"reopen,omitempty"`
+	// NSKey names the namespace the resident helper may reuse for them.
+	NSKey string `json:"ns_key,omitempty"`
 }
 
 // Cmd is one program to start under a prepared policy.
@@ -67,7 +74,8 @@ func (pr *Prepared) spec(c Cmd) spec {
 	if c.Elevated {
 		return spec{Mode: Elevated}
 	}
-	return spec{Mode: pr.Mode, Flags: pr.flags, Limits: pr.Policy.Limits, Deny: pr.Policy.DenyFamilies}
+	return spec{Mode: pr.Mode, Flags: pr.flags, Limits: pr.Policy.Limits, Deny: pr.Policy.DenyFamilies,
+		Protect: pr.Policy.Protect, Reopen: pr.Policy.Reopen, NSKey: pr.Policy.nsKey}
 }
 
 // Start starts c under the policy in a new process group whose id is
@@ -117,6 +125,9 @@ func startOneShot(c Cmd, s spec, ruleset *os.File) (*Proc, error) {
 		cmd.ExtraFiles[2] = ruleset
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if len(s.Protect) > 0 && userNamespaceHelper() {
+		inUserNamespace(cmd.SysProcAttr)
+	}
 	err = cmd.Start()
 	statusW.Close()
 	if err != nil {
@@ -194,6 +205,11 @@ func HelperMain(args []string) int {
 	runtime.LockOSThread()
 	if s.Mode == Landlock {
 		syscall.CloseOnExec(rulesetFD)
+	}
+	if s.Mode != Elevated {
+		if err := protect(s.Protect, s.Reopen); err != nil {
+			return fail(125, err)
+		}
 	}
 	if err := confine(s); err != nil {
 		return fail(125, err)

@@ -85,18 +85,15 @@ func launch(helper string) (*resident, error) {
 		return nil, err
 	}
 	ours, theirs := os.NewFile(uintptr(pair[0]), "ollie-sandbox"), os.NewFile(uintptr(pair[1]), "ollie-sandbox")
-	cmd := exec.Command(helper, HelperCommand, serveFlag)
-	cmd.Args[0] = "ollie"
-	// The daemon's environment holds its API keys; the helper needs
-	// none of it, and each program gets its own.
-	cmd.Env = []string{}
-	cmd.Dir = "/"
-	cmd.Stderr = os.Stderr
-	cmd.ExtraFiles = []*os.File{theirs}
-	// Its own group: a Ctrl-C meant for a daemon in a terminal is the
-	// daemon's to handle.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd := serveCmd(helper, theirs, userNamespaceHelper())
 	err = cmd.Start()
+	if err != nil && userNamespaceHelper() {
+		// No user namespace for the mount namespaces of protect.go: the
+		// helper starts without one, and a program that needs
+		// protection is refused.
+		cmd = serveCmd(helper, theirs, false)
+		err = cmd.Start()
+	}
 	theirs.Close()
 	if err != nil {
 		ours.Close()
@@ -125,6 +122,26 @@ func launch(helper string) (*resident, error) {
 	r := &resident{cmd: cmd, conn: c.(*net.UnixConn), gone: make(chan struct{})}
 	go r.watch()
 	return r, nil
+}
+
+// serveCmd is the command of the resident helper, its end of the socket
+// being theirs; userns starts it in a user namespace of its own.
+func serveCmd(helper string, theirs *os.File, userns bool) *exec.Cmd {
+	cmd := exec.Command(helper, HelperCommand, serveFlag)
+	cmd.Args[0] = "ollie"
+	// The daemon's environment holds its API keys; the helper needs
+	// none of it, and each program gets its own.
+	cmd.Env = []string{}
+	cmd.Dir = "/"
+	cmd.Stderr = os.Stderr
+	cmd.ExtraFiles = []*os.File{theirs}
+	// Its own group: a Ctrl-C meant for a daemon in a terminal is the
+	// daemon's to handle.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if userns {
+		inUserNamespace(cmd.SysProcAttr)
+	}
+	return cmd
 }
 
 // watch waits for the helper to close its socket, which it only does by

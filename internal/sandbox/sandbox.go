@@ -26,6 +26,11 @@
 // with it: a double fork cannot outlive its stage. It also refuses unix
 // sockets (which reach past Landlock before ABI 9), keyrings and io_uring.
 //
+// Inside the writable roots, .git and ollie's own directories stay
+// read-only: Landlock cannot carve them out, so such a stage runs in a
+// mount namespace of its own where they are bound read-only (protect.go,
+// nscache.go).
+//
 // What Landlock itself cannot hide is reached through /proc: the pid
 // directories of other processes are left out of every policy, because
 // Landlock's ptrace rule does not cover /proc/PID/environ (checked on
@@ -67,6 +72,10 @@ type Policy struct {
 	// DenyFamilies are the socket address families seccomp refuses.
 	DenyFamilies []int
 	Limits       config.Limits
+	// Protect are paths inside RWDirs that stay read-only (protect.go);
+	// Reopen are RWDirs inside those, writable again.
+	Protect, Reopen []string
+	nsKey           string // see nsKey
 }
 
 // Net is what a policy allows of TCP. With Restrict false the network is
@@ -110,6 +119,12 @@ func New(name string, p config.Profile, paths Paths) (*Policy, error) {
 		return nil, err
 	}
 	pol.Net, pol.DenyFamilies = netPolicy(p)
+	if p.Protects() {
+		pol.Protect, pol.Reopen = protectedPaths(pol.RWDirs, b.private)
+		if len(pol.Protect) > 0 {
+			pol.nsKey = nsKey(pol.Protect, pol.Reopen, pol.RWDirs)
+		}
+	}
 	return pol, nil
 }
 

@@ -69,6 +69,7 @@ type job struct {
 	req   request
 	reply int   // the request's socket
 	fds   []int // stdin, stdout, stderr, script, ruleset
+	fresh bool  // make a new protection namespace, reuse none (nscache.go)
 }
 
 // serve runs the resident helper until the daemon closes its end.
@@ -115,6 +116,12 @@ func serve() int {
 // dispatch hands j to a ready thread for its filter, or to a new one,
 // and has another made ready.
 func (s *server) dispatch(j job) {
+	if len(j.req.Spec.Protect) > 0 {
+		// The mounts are the request's: no thread can be made ready
+		// for them, since the filter would then refuse them.
+		go s.cold(j)
+		return
+	}
 	key := fmt.Sprint(j.req.Spec.Deny)
 	s.mu.Lock()
 	var ready chan job
@@ -161,7 +168,19 @@ func (s *server) ready(deny []int, key string) {
 // cold serves j on a thread confined for it from scratch.
 func (s *server) cold(j job) {
 	runtime.LockOSThread() // never unlocked: the confinement is the thread's
-	l, err := preconfine(j.req.Spec.Deny)
+	sp := j.req.Spec
+	err := enterProtected(sp.NSKey, sp.Protect, sp.Reopen, !j.fresh)
+	if err == errStaleNS {
+		// This thread is in a namespace that no longer protects; it
+		// ends with this goroutine, and a new one starts afresh.
+		j.fresh = true
+		go s.cold(j)
+		return
+	}
+	l := -1
+	if err == nil {
+		l, err = preconfine(j.req.Spec.Deny)
+	}
 	if err != nil {
 		j.done(0, err)
 		j.close()

@@ -36,6 +36,9 @@ type Options struct {
 	// sub-agents it spawned).
 	OnStop func(id string)
 	Logf   func(format string, args ...any)
+	// TmpQuotaMB is the size of each session's tmp (a tmpfs where the
+	// daemon may mount one); 0 for none.
+	TmpQuotaMB int
 }
 
 // Manager holds every session of the daemon.
@@ -256,6 +259,7 @@ func (m *Manager) Remove(key string) error {
 	}
 	m.notify.broadcast()
 	m.mu.Unlock()
+	s.ReleaseTmp()
 	return os.RemoveAll(s.dir)
 }
 
@@ -286,6 +290,8 @@ func (s *Session) SaveTranscript() error {
 }
 
 // Close stops every running turn; queued prompts stay queued on disk.
+// Each session's tmpfs (see quotaTmp) is unmounted: it holds memory, and
+// tmp is scratch space that lasts as long as the daemon.
 func (m *Manager) Close() {
 	m.closing.Store(true)
 	for _, s := range m.List() {
@@ -296,6 +302,7 @@ func (m *Manager) Close() {
 			tr.cancel(errStopped)
 			<-tr.done
 		}
+		s.ReleaseTmp()
 	}
 }
 

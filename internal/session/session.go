@@ -69,11 +69,14 @@ func (s *Session) TreePath() string {
 // TmpDir is the session's scratch directory for execute_code.
 func (s *Session) TmpDir() string { return filepath.Join(s.dir, "tmp") }
 
-// EnsureTmp makes the scratch directory if it does not exist yet and
-// returns it.
+// EnsureTmp makes the scratch directory if it does not exist yet, with
+// its quota (see quotaTmp), and returns it.
 func (s *Session) EnsureTmp() (string, error) {
 	d := s.TmpDir()
 	if err := os.Mkdir(d, 0700); err != nil && !os.IsExist(err) {
+		return "", err
+	}
+	if err := quotaTmp(d, s.m.o.TmpQuotaMB); err != nil {
 		return "", err
 	}
 	return d, nil

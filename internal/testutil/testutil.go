@@ -91,6 +91,19 @@ func Require(t testing.TB, program string) {
 	}
 }
 
+// RequireRoot skips a test that needs root (to mount, say) when it runs
+// as another user, or fails it when OLLIE_REQUIRE_ROOT is set, so that
+// such a test never passes silently where root is expected.
+func RequireRoot(t testing.TB, why string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if os.Getenv("OLLIE_REQUIRE_ROOT") != "" || os.Getenv("OLLIE_REQUIRE_ALL") != "" {
+			t.Fatalf("not root (%s) but OLLIE_REQUIRE_ROOT is set", why)
+		}
+		t.Skipf("not root: %s", why)
+	}
+}
+
 // WriteFile writes a file under dir, making directories as needed.
 //
 // An executable is written by a child process: if this process held it
