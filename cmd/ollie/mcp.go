@@ -219,7 +219,7 @@ func mcpTools(ctx context.Context, env *Env, c *mcpbridge.Conn, _ []string) erro
 		_, err := env.Stdout.Write(idx)
 		return err
 	}
-	return printJSON(env.Stdout, map[string]any{"tools": tools})
+	return printJSON(env.Stdout, map[string]any{"tools": orEmpty(tools)})
 }
 
 func mcpSchema(ctx context.Context, env *Env, c *mcpbridge.Conn, args []string) error {
@@ -260,7 +260,7 @@ func mcpResources(ctx context.Context, env *Env, c *mcpbridge.Conn, _ []string) 
 		_, err := io.WriteString(env.Stdout, mcpbridge.ResourcesText(rs, ts))
 		return err
 	}
-	return printJSON(env.Stdout, map[string]any{"resources": rs, "resourceTemplates": ts})
+	return printJSON(env.Stdout, map[string]any{"resources": orEmpty(rs), "resourceTemplates": orEmpty(ts)})
 }
 
 func mcpRead(ctx context.Context, env *Env, c *mcpbridge.Conn, args []string) error {
@@ -284,7 +284,7 @@ func mcpPrompts(ctx context.Context, env *Env, c *mcpbridge.Conn, _ []string) er
 		_, err := io.WriteString(env.Stdout, mcpbridge.PromptsText(ps))
 		return err
 	}
-	return printJSON(env.Stdout, map[string]any{"prompts": ps})
+	return printJSON(env.Stdout, map[string]any{"prompts": orEmpty(ps)})
 }
 
 func mcpPrompt(ctx context.Context, env *Env, c *mcpbridge.Conn, args []string) error {
@@ -338,6 +338,14 @@ func mcpServers(env *Env, args []string) error {
 		return err
 	}
 	return printJSON(env.Stdout, map[string]any{"mcpServers": all.Redacted()})
+}
+
+// orEmpty makes a list that is nil print as [] rather than null.
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
 
 func printJSON(w io.Writer, v any) error {
