@@ -37,6 +37,9 @@ type Options struct {
 	// 0 means 5. RetryBase is the first back-off; 0 means one second.
 	Retries   int
 	RetryBase time.Duration
+	// MaxRetryWait caps the total wait of one request's retries; 0 means
+	// five minutes.
+	MaxRetryWait time.Duration
 	Logf      func(format string, args ...any)
 }
 

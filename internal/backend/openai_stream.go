@@ -37,6 +37,12 @@ func (d *openaiDecoder) chunk(c *openai.ChatCompletionChunk) error {
 			CacheRead:  cached,
 			CacheWrite: written,
 		})
+		// OpenRouter reports what the request cost, in USD.
+		if f, ok := u.JSON.ExtraFields["cost"]; ok {
+			if usd, err := strconv.ParseFloat(f.Raw(), 64); err == nil && usd >= 0 {
+				d.a.setCost(usd, CostReported)
+			}
+		}
 	}
 	if c.Model != "" {
 		d.a.reply.Model = c.Model
@@ -72,6 +78,9 @@ func (d *openaiDecoder) delta(delta *openai.ChatCompletionChunkChoiceDelta) erro
 		}
 	}
 	if err := d.a.addText(delta.Content); err != nil {
+		return err
+	}
+	if err := d.a.addRefusal(delta.Refusal); err != nil {
 		return err
 	}
 	for _, tc := range delta.ToolCalls {
