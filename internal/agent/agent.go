@@ -40,7 +40,7 @@ type Options struct {
 	// MaxRetryWait caps the total wait of one request's retries; 0 means
 	// five minutes.
 	MaxRetryWait time.Duration
-	Logf      func(format string, args ...any)
+	Logf         func(format string, args ...any)
 }
 
 // Executor runs one execute_code call; *execute.Executor is the real one.

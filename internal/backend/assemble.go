@@ -12,16 +12,16 @@ import (
 // and passes each piece to the caller's callback as an Event. Every
 // backend's stream decoder feeds one.
 type assembler struct {
-	ctx   context.Context
-	name  string // the backend's
-	fn    func(Event) error
-	req   *Request
-	text  strings.Builder
+	ctx  context.Context
+	name string // the backend's
+	fn   func(Event) error
+	req  *Request
+	text strings.Builder
 	// refusal collects OpenAI's delta.refusal, which comes instead of
 	// content when the model declines.
 	refusal strings.Builder
 	reply   Reply
-	usage bool // the server reported usage
+	usage   bool // the server reported usage
 }
 
 func newAssembler(ctx context.Context, name string, req *Request, model string, fn func(Event) error) *assembler {

@@ -61,7 +61,7 @@ var providerReplays = []replayed{
 	},
 	{
 		file: "anthropic_thinking.sse", kind: config.KindAnthropic, path: "/v1/messages",
-		text: "Hello! I'm Assistant, an AI here to help you. How can I assist you today? Feel free to ask questions or let me know what you're looking for, and I'll do my best to help.",
+		text:     "Hello! I'm Assistant, an AI here to help you. How can I assist you today? Feel free to ask questions or let me know what you're looking for, and I'll do my best to help.",
 		thinking: `The user has simply said "hey" as a greeting without any specific request or question. I don't need to use any tools for this type of interaction. I should respond with a friendly greeting and ask how I can help them today.`,
 		stop:     backend.StopEnd,
 		signed: []backend.Thinking{{Signature: recordedSignature,
