@@ -206,7 +206,7 @@ func transportError(name string, ctx context.Context, err error) error {
 		return errs.E(errs.Timeout, name, err)
 	}
 	if u := unreachable(err); u != "" {
-		return errs.E(errs.Unavailable, name+": "+u, ErrUnreachable)
+		return errs.E(errs.Unavailable, name, unreachableError(u))
 	}
 	return errs.E(errs.Unavailable, name, err)
 }

@@ -20,6 +20,12 @@ var ErrUnreachable = errors.New("unreachable")
 // IsUnreachable reports whether err says the backend cannot be reached.
 func IsUnreachable(err error) bool { return errors.Is(err, ErrUnreachable) }
 
+// unreachableError says what unreachable found; it matches ErrUnreachable.
+type unreachableError string
+
+func (e unreachableError) Error() string        { return string(e) }
+func (e unreachableError) Is(target error) bool { return target == ErrUnreachable }
+
 // unreachable returns, for a failure to connect, the text that names the
 // address and the fix; "" for any other error.
 func unreachable(err error) string {
