@@ -226,3 +226,29 @@ func TestDeadBackendFailsAtOnce(t *testing.T) {
 		t.Errorf("a dead backend was retried:\n%s", chat)
 	}
 }
+
+// context shows tool arguments as the model wrote them, and later
+// requests send them back the same.
+func TestContextKeepsToolArgsExactly(t *testing.T) {
+	spaced := "{\"steps\": [{\"code\": \"echo  hi\", \"language\": \"bash\"}]}"
+	e := newEnv(t, config.KindOpenAI, &llmtest.Script{Turns: []llmtest.Turn{
+		{Calls: []llmtest.Call{{Name: "execute_code", Args: json.RawMessage(spaced)}}},
+		{Text: "done"}, {Text: "again"},
+	}})
+	s := e.newSession("")
+	e.ask(s, "run")
+	e.ask(s, "more") // a new turn reads the history from disk
+	ctxFile := e.read("s/" + s + "/context")
+	quoted, _ := json.Marshal(spaced)
+	if !strings.Contains(ctxFile, string(quoted)) {
+		t.Errorf("context does not hold the arguments as written:\n%s", ctxFile)
+	}
+	reqs := e.llm.Requests()
+	for _, m := range reqs[len(reqs)-1].Messages {
+		for _, c := range m.Calls {
+			if string(c.Args) != spaced {
+				t.Errorf("sent back %s, want %s", c.Args, spaced)
+			}
+		}
+	}
+}

@@ -214,3 +214,25 @@ func sseData(stream []byte, marker string) string {
 	}
 	return ""
 }
+
+// Tool arguments are kept and sent back as the model wrote them, even
+// through the JSON of the history.
+func TestToolArgsKeptExactly(t *testing.T) {
+	spaced := json.RawMessage("{\"steps\": [{\"code\": \"ls\",  \"language\": \"bash\"}]}")
+	for _, args := range []json.RawMessage{spaced, json.RawMessage(args0)} {
+		raw, err := json.Marshal(backend.Message{Role: backend.RoleAssistant, Calls: []backend.ToolCall{{ID: "c1", Name: "execute_code", Args: args}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m backend.Message
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatal(err)
+		}
+		if got := m.Calls[0].Args; !bytes.Equal(got, args) {
+			t.Errorf("args %s came back as %s (stored %s)", args, got, raw)
+		}
+		if bytes.Equal(args, spaced) != strings.Contains(string(raw), "args_text") {
+			t.Errorf("stored %s", raw)
+		}
+	}
+}
