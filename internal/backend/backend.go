@@ -179,7 +179,7 @@ type EventKind uint8
 
 const (
 	EventText     EventKind = iota + 1 // Text: a piece of the reply
-	EventThinking                      // Text: a piece of the model's reasoning, shown but not kept
+	EventThinking                      // Text: a piece of the model's reasoning, never part of the answer
 	EventToolCall                      // Call: one complete tool call
 	EventUsage                         // Usage: the response's usage, once, just before Chat returns
 	EventRefusal                       // Text: a piece of a refusal (OpenAI's delta.refusal)
