@@ -34,6 +34,9 @@ func (r *Runner) Run(ctx context.Context, t *session.Turn) error {
 	if len(msgs) == 0 {
 		return errs.E(errs.Invalid, "nothing to answer: the history is empty")
 	}
+	if msgs, err = answerCutCalls(t, msgs); err != nil {
+		return err
+	}
 	if err := r.beforeTurn(ctx, t, st, msgs); err != nil {
 		r.hook(ctx, t, st, "turnError", map[string]any{"error": err.Error()})
 		return err
