@@ -63,17 +63,20 @@ func (d *openaiDecoder) chunk(c *openai.ChatCompletionChunk) error {
 }
 
 func (d *openaiDecoder) delta(delta *openai.ChatCompletionChunkChoiceDelta) error {
-	// Reasoning, under the names vLLM, DeepSeek, llama.cpp (reasoning_content)
-	// and OpenRouter, Ollama (reasoning) use.
+	// Reasoning, under the names vLLM, DeepSeek, GLM, llama.cpp
+	// (reasoning_content) and OpenRouter, Ollama, newer vLLM (reasoning)
+	// use. A server that sends both sends the same text twice: the first
+	// is taken.
 	for _, k := range []string{"reasoning_content", "reasoning"} {
 		// Extra fields are never Valid to the SDK, which does not know
 		// them; their raw JSON is there.
 		if f, ok := delta.JSON.ExtraFields[k]; ok && strings.HasPrefix(f.Raw(), `"`) {
 			var s string
-			if json.Unmarshal([]byte(f.Raw()), &s) == nil {
+			if json.Unmarshal([]byte(f.Raw()), &s) == nil && s != "" {
 				if err := d.a.addThinking(s); err != nil {
 					return err
 				}
+				break
 			}
 		}
 	}
