@@ -121,7 +121,10 @@ func (d *anthropicDecoder) blockStop(index int64) error {
 	case "tool_use":
 		return d.a.addCall(b.id, b.name, mergeInput(b.start, b.input))
 	case "thinking":
-		d.a.addSigned(Thinking{Text: b.thinking.String(), Signature: b.signature})
+		// Only a signed block can go back; the API signs every one.
+		if b.signature != "" {
+			d.a.addSigned(Thinking{Text: b.thinking.String(), Signature: b.signature})
+		}
 	}
 	return nil
 }

@@ -236,3 +236,18 @@ func TestToolArgsKeptExactly(t *testing.T) {
 		}
 	}
 }
+
+// The scripted server's refusals decode as the recorded ones do, in both
+// APIs that have them.
+func TestScriptedRefusal(t *testing.T) {
+	for _, kind := range []string{config.KindOpenAI, config.KindAnthropic} {
+		b, _ := newPair(t, kind, &llmtest.Script{Turns: []llmtest.Turn{{Text: "I can't help with that.", Stop: "refusal"}}})
+		r, err := b.Chat(context.Background(), &backend.Request{Messages: []backend.Message{{Role: backend.RoleUser, Text: "x"}}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Stop != backend.StopRefused || !r.Message.Refused || r.Message.Text != "I can't help with that." {
+			t.Errorf("%s: %+v", kind, r)
+		}
+	}
+}
