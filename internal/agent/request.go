@@ -101,7 +101,7 @@ func (r *Runner) backoff(ctx context.Context, t *session.Turn, rt *retries, err 
 	if text != rt.last {
 		t.Chat(fmt.Sprintf("\n:: %s; retrying in %s (%d/%d)\n", text, wait.Round(time.Millisecond), attempt+1, r.o.Retries))
 	} else {
-		t.Chat(fmt.Sprintf(":: same again; retrying in %s (%d/%d)\n", wait.Round(time.Millisecond), attempt+1, r.o.Retries))
+		t.Chat(fmt.Sprintf("\n:: same again; retrying in %s (%d/%d)\n", wait.Round(time.Millisecond), attempt+1, r.o.Retries))
 	}
 	rt.last = text
 	t.Event("retry", map[string]any{"error": text, "wait_ms": wait.Milliseconds(), "until": until.UTC().Format(time.RFC3339Nano), "attempt": attempt + 1})
