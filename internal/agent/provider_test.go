@@ -135,7 +135,7 @@ func TestReportedAndLocalCost(t *testing.T) {
 	o := newEnv(t, config.KindOllama, &llmtest.Script{Turns: []llmtest.Turn{recorded("ollama_length.ndjson")}})
 	s = o.newSession("")
 	o.ask(s, "write")
-	if c := o.read("s/" + s + "/cost"); c != "turn 0.000000\nsession 0.000000\n" {
+	if c := o.read("s/" + s + "/cost"); c != "turn 0\nsession 0\n(free: a local model or one the backend reports as free)\n" {
 		t.Errorf("local cost = %q, want 0", c)
 	}
 	if ev := o.events(s); !strings.Contains(ev, `"source":"local"`) || !strings.Contains(ev, `"type":"truncated"`) {
