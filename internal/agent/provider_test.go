@@ -141,6 +141,13 @@ func TestReportedAndLocalCost(t *testing.T) {
 	if ev := o.events(s); !strings.Contains(ev, `"source":"local"`) || !strings.Contains(ev, `"type":"truncated"`) {
 		t.Errorf("events: %s", ev)
 	}
+	// Ollama's thinking is reasoning too, the cut reply what arrived.
+	if chat := o.read("s/" + s + "/chat"); !strings.Contains(chat, "<think>\nWrite it.\n</think>\nassistant: The first line\n:: reply cut at max_tokens") {
+		t.Errorf("chat:\n%s", chat)
+	}
+	if reply := o.read("s/" + s + "/reply"); reply != "The first line\n" {
+		t.Errorf("reply = %q", reply)
+	}
 }
 
 // An overflow with nothing left to compact ends the turn at once.
