@@ -259,3 +259,28 @@ func TestContextKeepsToolArgsExactly(t *testing.T) {
 		}
 	}
 }
+
+// In every API, a tool call of a reply cut at the output limit is never
+// run, even when its arguments look whole.
+func TestCutCallNeverRunEveryBackend(t *testing.T) {
+	for _, kind := range []string{config.KindOpenAI, config.KindAnthropic, config.KindOllama} {
+		t.Run(kind, func(t *testing.T) {
+			e := newEnv(t, kind, &llmtest.Script{Turns: []llmtest.Turn{
+				{Text: "Writing.", Calls: []llmtest.Call{llmtest.ExecuteCode("bash", "touch ran")}, Stop: "max_tokens"},
+			}})
+			s := e.newSession("")
+			if wait, reply := e.ask(s, "go"); wait != "idle\n" || reply != "Writing.\n" {
+				t.Fatalf("wait %q reply %q", wait, reply)
+			}
+			if _, err := os.Stat(filepath.Join(e.cwd, "ran")); err == nil {
+				t.Fatal("the cut tool call ran")
+			}
+			if chat := e.read("s/" + s + "/chat"); !strings.Contains(chat, ":: reply cut at max_tokens") {
+				t.Errorf("chat:\n%s", chat)
+			}
+			if ev := e.events(s); !strings.Contains(ev, `"type":"truncated"`) {
+				t.Errorf("events:\n%s", ev)
+			}
+		})
+	}
+}
