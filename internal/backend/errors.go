@@ -49,7 +49,10 @@ func (e *APIError) Error() string {
 		b.WriteString(": http ")
 		b.WriteString(strconv.Itoa(e.Status))
 	}
-	status := strconv.Itoa(e.Status)
+	status := "http"
+	if e.Status != 0 {
+		status = strconv.Itoa(e.Status)
+	}
 	if e.Code != "" && e.Code != status {
 		b.WriteString(": ")
 		b.WriteString(e.Code)
