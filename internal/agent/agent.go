@@ -37,7 +37,10 @@ type Options struct {
 	// 0 means 5. RetryBase is the first back-off; 0 means one second.
 	Retries   int
 	RetryBase time.Duration
-	Logf      func(format string, args ...any)
+	// MaxRetryWait caps the total wait of one request's retries; 0 means
+	// five minutes.
+	MaxRetryWait time.Duration
+	Logf         func(format string, args ...any)
 }
 
 // Executor runs one execute_code call; *execute.Executor is the real one.
@@ -150,6 +153,9 @@ func (r *Runner) firstModel(ctx context.Context, be backend.Backend) (string, er
 	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	ms, err := be.Models(lctx)
+	if backend.IsUnreachable(err) {
+		return "", err // it says where and what to do; a model name would not help
+	}
 	if err != nil {
 		return "", errs.E(errs.KindOf(err), "backend "+be.Name()+" has no default model and listing its models failed; set one with model= (cfg, s/new or the agent)", err)
 	}

@@ -46,11 +46,7 @@ func (r *Runner) maybeCompact(ctx context.Context, t *session.Turn, st *setup, m
 	if !force && (st.window == 0 || float64(est) < at*float64(st.window)) {
 		return nil
 	}
-	keepBudget := backend.EstimateRequest(&backend.Request{Messages: *msgs}) / 3
-	if st.window > 0 {
-		keepBudget = min(keepBudget, st.window/4)
-	}
-	cut := cutPoint(*msgs, keepBudget)
+	cut := compactCut(st, *msgs)
 	if cut == 0 {
 		return nil // nothing older than what must be kept
 	}
@@ -85,6 +81,16 @@ func (r *Runner) maybeCompact(ctx context.Context, t *session.Turn, st *setup, m
 	st.lastPrompt = 0 // the history changed: estimate it whole next time
 	r.hook(ctx, t, st, "postCompact", map[string]any{"messages": len(next), "note": note})
 	return nil
+}
+
+// compactCut is where compaction would cut the history: the messages
+// before it are summarized. 0 means there is nothing to summarize.
+func compactCut(st *setup, msgs []backend.Message) int {
+	keepBudget := backend.EstimateRequest(&backend.Request{Messages: msgs}) / 3
+	if st.window > 0 {
+		keepBudget = min(keepBudget, st.window/4)
+	}
+	return cutPoint(msgs, keepBudget)
 }
 
 // estimate is the size of the next request: what the last one reported it

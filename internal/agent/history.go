@@ -109,3 +109,48 @@ func inode(fi os.FileInfo) uint64 {
 	}
 	return 0
 }
+
+// cutCallNote is the result given to a tool call that never got one: the
+// daemon died, or was restarted, while the call ran.
+const cutCallNote = "not run or not finished: the turn was interrupted by a restart of the daemon"
+
+// answerCutCalls gives every tool call without a result one saying it
+// was cut, as every API refuses a call with no result. Results missing at
+// the end of the history are appended to it, so the repair is made once;
+// a gap earlier on (a history written by an older ollie) is filled in
+// the messages sent only.
+func answerCutCalls(t *session.Turn, msgs []backend.Message) ([]backend.Message, error) {
+	for i := 0; i < len(msgs); i++ {
+		m := &msgs[i]
+		if m.Role != backend.RoleAssistant || len(m.Calls) == 0 {
+			continue
+		}
+		j := i + 1
+		answered := map[string]bool{}
+		for ; j < len(msgs) && msgs[j].Role == backend.RoleTool; j++ {
+			answered[msgs[j].CallID] = true
+		}
+		var add []backend.Message
+		for _, c := range m.Calls {
+			if !answered[c.ID] {
+				add = append(add, backend.Message{Role: backend.RoleTool, CallID: c.ID, Text: cutCallNote, Error: true})
+			}
+		}
+		if len(add) == 0 {
+			continue
+		}
+		if j == len(msgs) {
+			for _, res := range add {
+				if err := t.Append(res); err != nil {
+					return msgs, err
+				}
+			}
+			t.Chat(fmt.Sprintf(":: %d tool call(s) cut by the restart answered as not finished\n", len(add)))
+			t.Event("cut_calls", map[string]any{"calls": len(add)})
+			return append(msgs, add...), nil
+		}
+		msgs = append(msgs[:j:j], append(add, msgs[j:]...)...)
+		i = j + len(add) - 1
+	}
+	return msgs, nil
+}

@@ -35,6 +35,9 @@ func (r *Runner) Run(ctx context.Context, t *session.Turn) error {
 	if len(msgs) == 0 {
 		return errs.E(errs.Invalid, "nothing to answer: the history is empty")
 	}
+	if msgs, err = answerCutCalls(t, msgs); err != nil {
+		return err
+	}
 	if err := r.beforeTurn(ctx, t, st, msgs); err != nil {
 		r.hook(ctx, t, st, "turnError", map[string]any{"error": err.Error()})
 		return err
@@ -99,6 +102,9 @@ func (r *Runner) steps(ctx context.Context, t *session.Turn, st *setup, msgs []b
 		if st.fenced {
 			calls, _ = backend.ParseFencedToolCalls(reply.Message.Text)
 		}
+		if text, done := r.stopNote(t, st, &msgs, reply, calls); done {
+			return msgs, t.SetReply(text)
+		}
 		if len(calls) == 0 || last {
 			text := finalText(reply.Message.Text)
 			if len(calls) > 0 {
@@ -157,12 +163,17 @@ func (r *Runner) skipCalls(t *session.Turn, msgs []backend.Message, calls []back
 func (r *Runner) call(ctx context.Context, t *session.Turn, st *setup, c backend.ToolCall) (string, bool) {
 	t.Chat("-> " + c.Name + "(" + shorten(compactJSON(c.Args), 400) + ")\n")
 	if c.Name != "execute_code" {
+		// Every call has its start and end events, even one that cannot run.
 		msg := "error: unknown tool " + c.Name + "; the only tool is execute_code"
+		t.Event("tool_start", map[string]any{"id": c.ID, "tool": c.Name})
+		t.Event("tool_end", map[string]any{"id": c.ID, "tool": c.Name, "error": msg, "failed": true})
 		t.Chat(msg + "\n")
 		return msg, true
 	}
 	if h := r.hook(ctx, t, st, "preTool", map[string]any{"tool": c.Name, "args": c.Args}); h.blocked {
 		msg := "error: blocked by the preTool hook: " + h.reason
+		t.Event("tool_start", map[string]any{"id": c.ID, "tool": c.Name})
+		t.Event("tool_end", map[string]any{"id": c.ID, "tool": c.Name, "error": msg, "failed": true})
 		t.Chat(msg + "\n")
 		return msg, true
 	}

@@ -23,6 +23,7 @@ var toolDef = backend.Tool{Name: "execute_code", Description: execute.Descriptio
 // returned with ctx's error.
 func (r *Runner) request(ctx context.Context, t *session.Turn, st *setup, msgs *[]backend.Message) (*backend.Reply, error) {
 	compacted := false
+	var rt retries
 	for attempt := 0; ; attempt++ {
 		if err := r.checkSpend(t, st); err != nil {
 			return nil, err
@@ -39,6 +40,10 @@ func (r *Runner) request(ctx context.Context, t *session.Turn, st *setup, msgs *
 			return interrupted(reply), ctx.Err()
 		}
 		switch k := errs.KindOf(err); {
+		case backend.IsContextOverflow(err) && compactCut(st, *msgs) == 0:
+			// Compacting would send the same request again.
+			return nil, errs.E(errs.TooLarge, "the request does not fit the context window and nothing is left to compact: "+
+				"the latest message alone is too large; shorten it, raise context_window, or start a new session", err)
 		case backend.IsContextOverflow(err) && !compacted:
 			compacted = true
 			t.Chat("\n:: the context window is full; compacting\n")
@@ -51,8 +56,10 @@ func (r *Runner) request(ctx context.Context, t *session.Turn, st *setup, msgs *
 			st.system += "\n" + backend.FencedInstructions
 			t.SetSystemPrompt(st.system)
 			t.Chat("\n:: this model cannot call tools natively; using fenced execute_code blocks\n")
+		case backend.IsUnreachable(err):
+			return nil, err // nothing answers: waiting will not help
 		case retryable(k) && attempt < r.o.Retries:
-			if err := r.backoff(ctx, t, err, attempt); err != nil {
+			if err := r.backoff(ctx, t, &rt, err, attempt); err != nil {
 				return nil, err
 			}
 		default:
@@ -65,16 +72,39 @@ func retryable(k errs.Kind) bool {
 	return k == errs.RateLimited || k == errs.Unavailable || k == errs.Timeout
 }
 
-// backoff waits before a retry: what the server asked for, else an
-// exponential delay, telling the user in chat.
-func (r *Runner) backoff(ctx context.Context, t *session.Turn, err error, attempt int) error {
+// maxRetryWait caps the time one request may spend waiting to be retried.
+const maxRetryWait = 5 * time.Minute
+
+// retries is the state of one request's retries.
+type retries struct {
+	waited time.Duration // in total so far
+	last   string        // text of the last error shown
+}
+
+// backoff waits before a retry: what the server asked for (Retry-After or
+// its rate-limit reset headers), else an exponential delay. The chat says
+// so in one line, the error's text only when it changed; the retry event
+// carries when the wait ends, for a countdown. A wait beyond what is left
+// of maxRetryWait fails the request at once.
+func (r *Runner) backoff(ctx context.Context, t *session.Turn, rt *retries, err error, attempt int) error {
 	wait := r.o.RetryBase << attempt
 	if ra, ok := backend.RetryAfter(err); ok {
 		wait = ra
 	}
-	wait = min(wait, 2*time.Minute)
-	t.Chat(fmt.Sprintf("\n:: %s; retrying in %s (%d/%d)\n", oneLine(err.Error()), wait.Round(time.Millisecond), attempt+1, r.o.Retries))
-	t.Event("retry", map[string]any{"error": err.Error(), "wait_ms": wait.Milliseconds(), "attempt": attempt + 1})
+	if rt.waited+wait > r.maxRetryWait() {
+		return errs.E(errs.KindOf(err), fmt.Sprintf("gave up: the server asks to wait %s more, beyond the %s a request may wait",
+			wait.Round(time.Second), r.maxRetryWait()), err)
+	}
+	rt.waited += wait
+	text := oneLine(err.Error())
+	until := time.Now().Add(wait)
+	if text != rt.last {
+		t.Chat(fmt.Sprintf("\n:: %s; retrying in %s (%d/%d)\n", text, wait.Round(time.Millisecond), attempt+1, r.o.Retries))
+	} else {
+		t.Chat(fmt.Sprintf("\n:: same again; retrying in %s (%d/%d)\n", wait.Round(time.Millisecond), attempt+1, r.o.Retries))
+	}
+	rt.last = text
+	t.Event("retry", map[string]any{"error": text, "wait_ms": wait.Milliseconds(), "until": until.UTC().Format(time.RFC3339Nano), "attempt": attempt + 1})
 	t.SetState(session.Waiting)
 	defer t.SetState(session.Running)
 	select {
@@ -83,6 +113,13 @@ func (r *Runner) backoff(ctx context.Context, t *session.Turn, err error, attemp
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+func (r *Runner) maxRetryWait() time.Duration {
+	if r.o.MaxRetryWait > 0 {
+		return r.o.MaxRetryWait
+	}
+	return maxRetryWait
 }
 
 func oneLine(s string) string { return strings.ReplaceAll(strings.TrimSpace(s), "\n", " ") }
@@ -138,31 +175,6 @@ func fencedView(msgs []backend.Message) []backend.Message {
 	return out
 }
 
-// streamer writes the reply into chat as it arrives.
-func streamer(t *session.Turn) func(backend.Event) error {
-	started, nl := false, true
-	return func(ev backend.Event) error {
-		switch ev.Kind {
-		case backend.EventText:
-			if ev.Text == "" {
-				return nil
-			}
-			if !started {
-				t.Chat("assistant: ")
-				started = true
-			}
-			t.Chat(ev.Text)
-			nl = strings.HasSuffix(ev.Text, "\n")
-		case backend.EventToolCall, backend.EventUsage:
-			if started && !nl {
-				t.Chat("\n")
-				nl = true
-			}
-		}
-		return nil
-	}
-}
-
 func interrupted(reply *backend.Reply) *backend.Reply {
 	text := ""
 	if reply != nil {
@@ -184,9 +196,26 @@ func (r *Runner) account(t *session.Turn, st *setup, req *backend.Request, reply
 	}
 	st.lastPrompt = u.Prompt()
 	model := firstOf(reply.Model, st.model)
-	cost, known := backend.Cost(model, u)
+	cost, src := replyCost(model, u, reply)
 	t.AddUsage(session.Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite,
-		Requests: 1, Estimated: u.Estimated, Cost: cost, CostKnown: known, Context: u.Prompt(), Window: st.window})
+		Requests: 1, Estimated: u.Estimated, Cost: cost, CostKnown: src != backend.CostUnknown, Context: u.Prompt(), Window: st.window})
+	source := string(src)
+	if src == backend.CostUnknown {
+		source = "unknown"
+	}
+	t.Event("cost", map[string]any{"usd": cost, "source": source, "model": model})
+}
+
+// replyCost is what a request cost: what the backend knows (a reported
+// cost, or 0 for a local server) wins over the price table.
+func replyCost(model string, u backend.Usage, reply *backend.Reply) (float64, backend.CostSource) {
+	if reply.Priced != backend.CostUnknown {
+		return reply.Cost, reply.Priced
+	}
+	if usd, ok := backend.Cost(model, u); ok {
+		return usd, backend.CostTable
+	}
+	return 0, backend.CostUnknown
 }
 
 // checkSpend refuses a request once the session has spent its cap.

@@ -150,7 +150,9 @@ func anthropicMessages(in []Message) ([]anthropic.MessageParam, error) {
 			}
 			add(true, anthropic.ContentBlockParamUnion{OfToolResult: &tr})
 		case RoleAssistant:
-			var blocks []anthropic.ContentBlockParamUnion
+			// Signed thinking goes back first and unchanged, as the API
+			// requires within a tool-use turn when thinking is on.
+			blocks := thinkingBlocks(m.Thinking)
 			if m.Text != "" {
 				blocks = append(blocks, anthropic.NewTextBlock(m.Text))
 			}
@@ -170,6 +172,21 @@ func anthropicMessages(in []Message) ([]anthropic.MessageParam, error) {
 		}
 	}
 	return out, nil
+}
+
+func thinkingBlocks(ts []Thinking) []anthropic.ContentBlockParamUnion {
+	var out []anthropic.ContentBlockParamUnion
+	for _, t := range ts {
+		switch {
+		case t.Redacted != "":
+			out = append(out, anthropic.NewRedactedThinkingBlock(t.Redacted))
+		case t.Signature != "":
+			out = append(out, anthropic.NewThinkingBlock(t.Signature, t.Text))
+		}
+		// Unsigned thinking (another provider's) is not sent: the API
+		// would refuse it.
+	}
+	return out
 }
 
 // lastCacheControl returns the cache_control of a message's last block.

@@ -1,12 +1,16 @@
 package backend
 
 import (
+	"bytes"
+	"encoding/json"
+
 	"github.com/anthropics/anthropic-sdk-go/v2"
 )
 
 // anthropicDecoder turns Messages stream events into events. Content
 // blocks are numbered; a tool_use block's input arrives as pieces of
-// JSON and is complete at its content_block_stop.
+// JSON and is complete at its content_block_stop. A thinking block's
+// text and signature are kept whole, to be sent back unchanged.
 type anthropicDecoder struct {
 	a       *assembler
 	blocks  map[int64]*anthropicBlock
@@ -17,7 +21,10 @@ type anthropicDecoder struct {
 
 type anthropicBlock struct {
 	typ, id, name string
-	input         []byte
+	start         []byte // input given whole in content_block_start
+	input         []byte // input_json_delta pieces
+	thinking      bytes.Buffer
+	signature     string
 }
 
 func (d *anthropicDecoder) event(ev *anthropic.MessageStreamEventUnion) error {
@@ -31,30 +38,11 @@ func (d *anthropicDecoder) event(ev *anthropic.MessageStreamEventUnion) error {
 			d.a.reply.Model = string(ev.Message.Model)
 		}
 	case "content_block_start":
-		cb := &ev.ContentBlock
-		if d.blocks == nil {
-			d.blocks = map[int64]*anthropicBlock{}
-		}
-		d.blocks[ev.Index] = &anthropicBlock{typ: cb.Type, id: cb.ID, name: cb.Name}
-		if cb.Type == "text" {
-			return d.a.addText(cb.Text)
-		}
+		return d.blockStart(ev.Index, &ev.ContentBlock)
 	case "content_block_delta":
-		switch ev.Delta.Type {
-		case "text_delta":
-			return d.a.addText(ev.Delta.Text)
-		case "thinking_delta":
-			return d.a.addThinking(ev.Delta.Thinking)
-		case "input_json_delta":
-			if b := d.blocks[ev.Index]; b != nil {
-				b.input = append(b.input, ev.Delta.PartialJSON...)
-			}
-		}
+		return d.delta(ev)
 	case "content_block_stop":
-		if b := d.blocks[ev.Index]; b != nil && b.typ == "tool_use" {
-			delete(d.blocks, ev.Index)
-			return d.a.addCall(b.id, b.name, b.input)
-		}
+		return d.blockStop(ev.Index)
 	case "message_delta":
 		d.stop = anthropicStop(string(ev.Delta.StopReason))
 		// The usage here is cumulative; newer servers repeat the input
@@ -75,6 +63,96 @@ func (d *anthropicDecoder) event(ev *anthropic.MessageStreamEventUnion) error {
 		d.stopped = true
 	}
 	return nil
+}
+
+func (d *anthropicDecoder) blockStart(index int64, cb *anthropic.ContentBlockStartEventContentBlockUnion) error {
+	if d.blocks == nil {
+		d.blocks = map[int64]*anthropicBlock{}
+	}
+	b := &anthropicBlock{typ: cb.Type, id: cb.ID, name: cb.Name, signature: cb.Signature}
+	d.blocks[index] = b
+	switch cb.Type {
+	case "text":
+		return d.a.addText(cb.Text)
+	case "tool_use":
+		// A call made by the code execution tool (programmatic tool
+		// calling) carries its whole input here and may send no deltas.
+		if raw := cb.JSON.Input.Raw(); raw != "" && raw != "null" {
+			b.start = []byte(raw)
+		}
+	case "thinking":
+		b.thinking.WriteString(cb.Thinking)
+		return d.a.addThinking(cb.Thinking)
+	case "redacted_thinking":
+		d.a.addSigned(Thinking{Redacted: cb.Data})
+	}
+	return nil
+}
+
+func (d *anthropicDecoder) delta(ev *anthropic.MessageStreamEventUnion) error {
+	b := d.blocks[ev.Index]
+	switch ev.Delta.Type {
+	case "text_delta":
+		return d.a.addText(ev.Delta.Text)
+	case "thinking_delta":
+		if b != nil {
+			b.thinking.WriteString(ev.Delta.Thinking)
+		}
+		return d.a.addThinking(ev.Delta.Thinking)
+	case "signature_delta":
+		if b != nil {
+			b.signature += ev.Delta.Signature
+		}
+	case "input_json_delta":
+		if b != nil {
+			b.input = append(b.input, ev.Delta.PartialJSON...)
+		}
+	}
+	return nil
+}
+
+func (d *anthropicDecoder) blockStop(index int64) error {
+	b := d.blocks[index]
+	if b == nil {
+		return nil
+	}
+	delete(d.blocks, index)
+	switch b.typ {
+	case "tool_use":
+		return d.a.addCall(b.id, b.name, mergeInput(b.start, b.input))
+	case "thinking":
+		// Only a signed block can go back; the API signs every one.
+		if b.signature != "" {
+			d.a.addSigned(Thinking{Text: b.thinking.String(), Signature: b.signature})
+		}
+	}
+	return nil
+}
+
+// mergeInput joins a tool_use input given in content_block_start with the
+// one streamed in deltas. Normally the start holds {} and the deltas the
+// whole object; a programmatic call has it all in the start. When both
+// hold keys, those of the deltas win.
+func mergeInput(start, deltas []byte) []byte {
+	start, deltas = bytes.TrimSpace(start), bytes.TrimSpace(deltas)
+	if len(deltas) == 0 {
+		return start
+	}
+	var s, d map[string]json.RawMessage
+	if len(start) == 0 || json.Unmarshal(start, &s) != nil || len(s) == 0 || json.Unmarshal(deltas, &d) != nil {
+		return deltas
+	}
+	if len(d) == 0 {
+		return start
+	}
+	for k, v := range d {
+		s[k] = v
+	}
+	out, err := json.Marshal(s)
+	if err != nil {
+		return deltas
+	}
+	return out
 }
 
 func anthropicStop(r string) StopReason {

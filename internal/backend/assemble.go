@@ -12,13 +12,16 @@ import (
 // and passes each piece to the caller's callback as an Event. Every
 // backend's stream decoder feeds one.
 type assembler struct {
-	ctx   context.Context
-	name  string // the backend's
-	fn    func(Event) error
-	req   *Request
-	text  strings.Builder
-	reply Reply
-	usage bool // the server reported usage
+	ctx  context.Context
+	name string // the backend's
+	fn   func(Event) error
+	req  *Request
+	text strings.Builder
+	// refusal collects OpenAI's delta.refusal, which comes instead of
+	// content when the model declines.
+	refusal strings.Builder
+	reply   Reply
+	usage   bool // the server reported usage
 }
 
 func newAssembler(ctx context.Context, name string, req *Request, model string, fn func(Event) error) *assembler {
@@ -55,6 +58,24 @@ func (a *assembler) addThinking(s string) error {
 	return a.emit(Event{Kind: EventThinking, Text: s})
 }
 
+func (a *assembler) addRefusal(s string) error {
+	if s == "" {
+		return nil
+	}
+	a.refusal.WriteString(s)
+	return a.emit(Event{Kind: EventRefusal, Text: s})
+}
+
+// addSigned keeps a reasoning block the provider wants back unchanged.
+func (a *assembler) addSigned(t Thinking) {
+	a.reply.Message.Thinking = append(a.reply.Message.Thinking, t)
+}
+
+// setCost records a cost the backend knows better than the price table.
+func (a *assembler) setCost(usd float64, src CostSource) {
+	a.reply.Cost, a.reply.Priced = usd, src
+}
+
 // addCall adds a complete tool call, giving it an id if the server gave
 // none (Ollama) and normalizing its arguments.
 func (a *assembler) addCall(id, name string, args []byte) error {
@@ -75,7 +96,10 @@ func (a *assembler) setUsage(u Usage) {
 
 // partial returns what arrived so far, for an error return.
 func (a *assembler) partial() *Reply {
-	a.reply.Message.Text = a.text.String()
+	a.reply.Message.Text = a.text.String() + a.refusal.String()
+	if a.refusal.Len() > 0 {
+		a.reply.Message.Refused = true
+	}
 	r := a.reply
 	return &r
 }
@@ -90,6 +114,11 @@ func (a *assembler) finish(stop StopReason) (*Reply, error) {
 		// tool calls; what the caller must do next is run them.
 		r.Stop = StopToolUse
 	}
+	if r.Message.Refused && r.Stop == StopEnd {
+		// OpenAI ends a refusal with "stop".
+		r.Stop = StopRefused
+	}
+	r.Message.Refused = r.Message.Refused || r.Stop == StopRefused
 	if !a.usage {
 		r.Usage = Usage{Input: EstimateRequest(a.req), Output: estimateMessage(&r.Message), Estimated: true}
 	}

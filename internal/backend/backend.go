@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -60,6 +61,22 @@ type Message struct {
 	CallID string `json:"call_id,omitempty"`
 	// Error marks a tool result that reports a failure.
 	Error bool `json:"error,omitempty"`
+	// Thinking is, for an assistant message, the reasoning blocks a
+	// provider wants back in later requests (Anthropic's signed thinking),
+	// in order, byte for byte. It is never part of Text: the answer.
+	Thinking []Thinking `json:"thinking,omitempty"`
+	// Refused marks an assistant message that is a refusal (OpenAI's
+	// delta.refusal, Anthropic's stop_reason refusal).
+	Refused bool `json:"refused,omitempty"`
+}
+
+// A Thinking block is one piece of a model's reasoning that the provider
+// signs and wants back unchanged: Anthropic's thinking (Text and
+// Signature) or redacted_thinking (Redacted, opaque data).
+type Thinking struct {
+	Text      string `json:"text,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	Redacted  string `json:"redacted,omitempty"`
 }
 
 // A ToolCall is one call the model asked for.
@@ -129,9 +146,10 @@ type EventKind uint8
 
 const (
 	EventText     EventKind = iota + 1 // Text: a piece of the reply
-	EventThinking                      // Text: a piece of the model's reasoning, shown but not kept
+	EventThinking                      // Text: a piece of the model's reasoning, never part of the answer
 	EventToolCall                      // Call: one complete tool call
 	EventUsage                         // Usage: the response's usage, once, just before Chat returns
+	EventRefusal                       // Text: a piece of a refusal (OpenAI's delta.refusal)
 )
 
 // An Event is one step of a streamed response.
@@ -148,7 +166,22 @@ type Reply struct {
 	Usage   Usage
 	Stop    StopReason
 	Model   string // the model that answered, as the server names it
+	// Cost is what the request cost, when Priced says the backend knows:
+	// a cost the server reported (OpenRouter's usage.cost) or 0 for a
+	// local server. Otherwise the caller prices Usage (Cost, PriceOf).
+	Cost   float64
+	Priced CostSource
 }
+
+// CostSource says where a cost comes from.
+type CostSource string
+
+const (
+	CostUnknown  CostSource = ""        // no price known
+	CostReported CostSource = "backend" // the server reported it
+	CostLocal    CostSource = "local"   // a local server: free
+	CostTable    CostSource = "table"   // the price table (set by callers of Cost)
+)
 
 // A Model is one model an endpoint offers.
 type Model struct {
@@ -240,6 +273,21 @@ func (b *base) window(ctx context.Context, model string, lookup func(context.Con
 	b.windows[model] = n
 	b.mu.Unlock()
 	return n, nil
+}
+
+// local reports whether the backend is a local Ollama (anywhere but
+// ollama.com), whose requests cost nothing. OpenAI-compatible servers on
+// this machine are not assumed free: some proxy a hosted model.
+func (b *base) local(def string) bool {
+	if b.cfg.Kind != config.KindOllama {
+		return false
+	}
+	u, err := url.Parse(b.baseURL(def))
+	if err != nil {
+		return false
+	}
+	host := u.Hostname()
+	return host != "ollama.com" && !strings.HasSuffix(host, ".ollama.com")
 }
 
 // baseURL returns the configured base URL, or def, without a trailing

@@ -42,8 +42,9 @@
 // error has an errs.Kind for that decision:
 //
 //	IsContextOverflow(err) (kind TooLarge)  compact the history, then retry
-//	RateLimited   wait RetryAfter(err) if the server said, else back off; retry
-//	Unavailable   5xx, overloaded, a stream cut or failed midway: back off, retry
+//	RateLimited   wait RetryAfter(err) (Retry-After, else the reset headers) if the server said, else back off; retry
+//	Unavailable   5xx, overloaded, a stream cut or failed midway: back off, retry;
+//	              but IsUnreachable(err) (refused, no such host): stop, the text says the fix
 //	Timeout       retry
 //	Unsupported   the model cannot call tools: use the fenced form (below)
 //	Permission    bad key, no quota or billing: stop
@@ -52,6 +53,17 @@
 //
 // The detail of a server's error is an *APIError in the chain. On error,
 // Chat's reply holds what had streamed before the failure.
+//
+// # Stop reasons, reasoning and cost
+//
+// Reply.Stop says why a reply ended; StopMaxTokens means it was cut, tool
+// calls included, and StopRefused (with Message.Refused) that the model
+// declined, its refusal text in Message.Text and in EventRefusal events.
+// Reasoning streams as EventThinking and is never part of Message.Text;
+// Anthropic's signed thinking blocks are kept in Message.Thinking and
+// sent back unchanged. Reply.Priced says when the backend knows the cost
+// (OpenRouter's usage.cost, a local Ollama's 0); otherwise price Usage
+// with Cost.
 //
 // # Models without tool calling
 //

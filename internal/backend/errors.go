@@ -49,15 +49,30 @@ func (e *APIError) Error() string {
 		b.WriteString(": http ")
 		b.WriteString(strconv.Itoa(e.Status))
 	}
-	if e.Code != "" {
+	status := "http"
+	if e.Status != 0 {
+		status = strconv.Itoa(e.Status)
+	}
+	if e.Code != "" && e.Code != status {
 		b.WriteString(": ")
 		b.WriteString(e.Code)
 	}
-	if e.Message != "" {
+	if msg := trimPrefixes(e.Message, status+": ", e.Code+": "); msg != "" {
 		b.WriteString(": ")
-		b.WriteString(e.Message)
+		b.WriteString(msg)
 	}
 	return b.String()
+}
+
+// trimPrefixes drops what the error text already says: providers often
+// repeat the status or code at the start of the message ("429: ...").
+func trimPrefixes(msg string, prefixes ...string) string {
+	for _, p := range prefixes {
+		if len(p) > 2 {
+			msg = strings.TrimPrefix(msg, p)
+		}
+	}
+	return msg
 }
 
 // Is makes errors.Is(err, ErrContextOverflow) work.
@@ -149,11 +164,19 @@ func containsAny(s string, words []string) bool {
 }
 
 // retryAfter reads the wait a response asks for: Retry-After-Ms (OpenAI),
-// else Retry-After in seconds or as an HTTP date.
+// else Retry-After in seconds or as an HTTP date, else the providers'
+// rate-limit reset headers (resetWait).
 func retryAfter(h http.Header) time.Duration {
 	if h == nil {
 		return 0
 	}
+	if d := headerRetryAfter(h); d > 0 {
+		return d
+	}
+	return resetWait(h, time.Now())
+}
+
+func headerRetryAfter(h http.Header) time.Duration {
 	if v := h.Get("Retry-After-Ms"); v != "" {
 		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
 			return time.Duration(ms * float64(time.Millisecond))
@@ -184,6 +207,9 @@ func transportError(name string, ctx context.Context, err error) error {
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
 		return errs.E(errs.Timeout, name, err)
+	}
+	if u := unreachable(err); u != "" {
+		return errs.E(errs.Unavailable, name, unreachableError(u))
 	}
 	return errs.E(errs.Unavailable, name, err)
 }

@@ -29,12 +29,14 @@ type ollamaBackend struct {
 // full window (often 128k tokens) can exceed a local GPU's memory.
 const ollamaMaxCtx = 32768
 
+const ollamaDefaultURL = "http://127.0.0.1:11434"
+
 // ollamaDefaultCtx is the window of a model whose /api/show says none.
 const ollamaDefaultCtx = 8192
 
 func newOllama(cfg config.Backend, key string, hc *http.Client) *ollamaBackend {
 	b := &ollamaBackend{base: base{cfg: cfg, hc: hc}, key: key}
-	b.url = b.baseURL("http://127.0.0.1:11434")
+	b.url = b.baseURL(ollamaDefaultURL)
 	return b
 }
 

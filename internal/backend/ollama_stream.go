@@ -42,6 +42,9 @@ func (b *ollamaBackend) Chat(ctx context.Context, req *Request, fn func(Event) e
 	}
 	defer resp.Body.Close()
 	a := newAssembler(ctx, b.cfg.Name, req, model, fn)
+	if b.local(ollamaDefaultURL) {
+		a.setCost(0, CostLocal)
+	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 0, 64<<10), 64<<20) // a line holds a whole tool call
 	for sc.Scan() {

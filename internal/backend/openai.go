@@ -18,6 +18,8 @@ import (
 	"ollie.dev/ollie/internal/errs"
 )
 
+const openaiDefaultURL = "https://api.openai.com/v1"
+
 // openaiBackend speaks OpenAI chat completions: OpenAI itself, OpenRouter,
 // vLLM, the llama.cpp server, LM Studio, Ollama's /v1.
 type openaiBackend struct {
@@ -31,7 +33,7 @@ type openaiBackend struct {
 
 func newOpenAI(cfg config.Backend, key string, hc *http.Client) *openaiBackend {
 	b := &openaiBackend{base: base{cfg: cfg, hc: hc}}
-	url := b.baseURL("https://api.openai.com/v1")
+	url := b.baseURL(openaiDefaultURL)
 	// The services are built directly, not through openai.NewClient,
 	// because NewClient reads OPENAI_API_KEY, OPENAI_BASE_URL and more from
 	// the process environment; ollie's configuration is a value.

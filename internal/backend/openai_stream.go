@@ -37,6 +37,12 @@ func (d *openaiDecoder) chunk(c *openai.ChatCompletionChunk) error {
 			CacheRead:  cached,
 			CacheWrite: written,
 		})
+		// OpenRouter reports what the request cost, in USD.
+		if f, ok := u.JSON.ExtraFields["cost"]; ok {
+			if usd, err := strconv.ParseFloat(f.Raw(), 64); err == nil && usd >= 0 {
+				d.a.setCost(usd, CostReported)
+			}
+		}
 	}
 	if c.Model != "" {
 		d.a.reply.Model = c.Model
@@ -57,21 +63,27 @@ func (d *openaiDecoder) chunk(c *openai.ChatCompletionChunk) error {
 }
 
 func (d *openaiDecoder) delta(delta *openai.ChatCompletionChunkChoiceDelta) error {
-	// Reasoning, under the names vLLM, DeepSeek, llama.cpp (reasoning_content)
-	// and OpenRouter, Ollama (reasoning) use.
+	// Reasoning, under the names vLLM, DeepSeek, GLM, llama.cpp
+	// (reasoning_content) and OpenRouter, Ollama, newer vLLM (reasoning)
+	// use. A server that sends both sends the same text twice: the first
+	// is taken.
 	for _, k := range []string{"reasoning_content", "reasoning"} {
 		// Extra fields are never Valid to the SDK, which does not know
 		// them; their raw JSON is there.
 		if f, ok := delta.JSON.ExtraFields[k]; ok && strings.HasPrefix(f.Raw(), `"`) {
 			var s string
-			if json.Unmarshal([]byte(f.Raw()), &s) == nil {
+			if json.Unmarshal([]byte(f.Raw()), &s) == nil && s != "" {
 				if err := d.a.addThinking(s); err != nil {
 					return err
 				}
+				break
 			}
 		}
 	}
 	if err := d.a.addText(delta.Content); err != nil {
+		return err
+	}
+	if err := d.a.addRefusal(delta.Refusal); err != nil {
 		return err
 	}
 	for _, tc := range delta.ToolCalls {

@@ -61,8 +61,8 @@ func renderAnthropic(st *stream, t *Turn, req *Request, seq int) {
 	}
 	stop := "end_turn"
 	switch {
-	case t.Stop == "max_tokens":
-		stop = "max_tokens"
+	case t.Stop == "max_tokens", t.Stop == "refusal":
+		stop = t.Stop
 	case len(t.Calls) > 0:
 		stop = "tool_use"
 	}

@@ -40,8 +40,12 @@ func renderOpenAI(st *stream, t *Turn, req *Request, seq int) {
 		// The field vLLM, DeepSeek and llama.cpp use for reasoning.
 		chunk(`{"reasoning_content":`+jsonString(p)+`}`, "null")
 	}
+	field := "content"
+	if t.Stop == "refusal" {
+		field = "refusal" // a refusal comes instead of content, ending with "stop"
+	}
 	for _, p := range pieces(t.Text, st.chunk) {
-		chunk(`{"content":`+jsonString(p)+`}`, "null")
+		chunk(`{"`+field+`":`+jsonString(p)+`}`, "null")
 	}
 	for i, c := range t.Calls {
 		id := c.ID

@@ -45,7 +45,8 @@ type Turn struct {
 	Usage    *Usage `json:"usage,omitempty"`    // reported usage; nil: derived from the sizes
 	// Stop is the stop reason to report: "" for the natural one (end of
 	// turn, or tool use when there are calls), "max_tokens" for a reply
-	// cut by the output limit.
+	// cut by the output limit, "refusal" for a refusal (OpenAI: the text
+	// as delta.refusal; Anthropic: stop_reason refusal; Ollama has none).
 	Stop string `json:"stop,omitempty"`
 
 	// Failures. Status answers with that HTTP status in the API's own error

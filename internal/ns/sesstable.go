@@ -148,6 +148,11 @@ func renderCost(u session.Usage) []byte {
 	if !u.CostKnown && u.Cost == 0 {
 		return []byte("turn 0\nsession 0\n(no price known for this model)\n")
 	}
+	if u.Cost == 0 {
+		// Known to be free: a local Ollama, or a free model the backend
+		// reported as costing nothing.
+		return []byte("turn 0\nsession 0\n(free: a local model or one the backend reports as free)\n")
+	}
 	return []byte(fmt.Sprintf("turn %.6f\nsession %.6f\n", u.TurnCost, u.Cost))
 }
 

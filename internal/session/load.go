@@ -29,6 +29,10 @@ func (m *Manager) load(id string) (*Session, error) {
 		s.paused = interrupted + "; ctl resume continues"
 		s.prev = string(s.PrevPromptText()) // the cut turn's prompt, for resume
 		s.eventLocked("interrupted", nil)
+	case last.Type == "interrupted":
+		// Still cut from an earlier restart: said in chat once, then.
+		s.paused = interrupted + "; ctl resume continues"
+		s.prev = string(s.PrevPromptText())
 	case len(s.queue) > 0:
 		s.paused = "queued prompts wait for ctl resume after a restart"
 	}
@@ -61,17 +65,17 @@ func promptEnd(chat string, prev []byte, size int64) int64 {
 	return size
 }
 
-// lastTurnEvent returns the last turn_start or turn_end event of an events
+// lastTurnEvent returns the last turn_start, turn_end or interrupted event of an events
 // log, reading it backwards from the end.
 func lastTurnEvent(name string) Event {
 	var found Event
 	scanBack(name, func(line string) bool {
-		if !strings.Contains(line, `"type":"turn_`) {
+		if !strings.Contains(line, `"type":"turn_`) && !strings.Contains(line, `"type":"interrupted"`) {
 			return true
 		}
 		var ev Event
 		decodeJSON(line, &ev)
-		if ev.Type == "turn_start" || ev.Type == "turn_end" {
+		if ev.Type == "turn_start" || ev.Type == "turn_end" || ev.Type == "interrupted" {
 			found = ev
 			return false
 		}

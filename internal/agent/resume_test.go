@@ -1,0 +1,93 @@
+package agent_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"ollie.dev/ollie/internal/agent"
+	"ollie.dev/ollie/internal/backend"
+	"ollie.dev/ollie/internal/config"
+	"ollie.dev/ollie/internal/daemon"
+	"ollie.dev/ollie/internal/llmtest"
+	"ollie.dev/ollie/internal/testutil"
+)
+
+// restart stops e's daemon and starts another on the same configuration
+// and scripted model, as a restart of ollie does.
+func (e *env) restart() {
+	e.t.Helper()
+	e.fsys.Close()
+	e.d.Close()
+	var bes []backend.Backend
+	for _, bc := range e.cfg.Backends {
+		be, err := backend.New(bc, e.cfg.Secrets[bc.Name], nil)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		bes = append(bes, be)
+	}
+	r := agent.New(agent.Options{Config: e.cfg, Backends: bes, RetryBase: 10 * time.Millisecond})
+	e.d = testutil.Daemon(e.t, e.cfg, daemon.Options{Runner: r, Models: r.Models})
+	e.fsys = testutil.Dial(e.t, e.cfg)
+}
+
+// A turn cut by a crash while its tool call ran is resumed with a result
+// for that call, so the API accepts the history; the restart marker is
+// written once, however often the daemon restarts after.
+func TestResumeAnswersCutCall(t *testing.T) {
+	e := newEnv(t, config.KindOpenAI, &llmtest.Script{Turns: []llmtest.Turn{{Text: "hello"}, {Text: "resumed"}}})
+	s := e.newSession("")
+	e.ask(s, "first")
+	var id string
+	for _, l := range strings.Split(e.read("s/"+s+"/cfg"), "\n") {
+		if v, ok := strings.CutPrefix(l, "id="); ok {
+			id = v
+		}
+	}
+	e.fsys.Close()
+	e.d.Close()
+	// What a kill -9 during execute_code leaves: the prompt and the call
+	// in the history, a turn_start as the last turn event.
+	dir := filepath.Join(e.cfg.DataDir, "s", id)
+	appendFile(t, filepath.Join(dir, "context.jsonl"),
+		`{"role":"user","text":"run it"}`+"\n"+
+			`{"role":"assistant","calls":[{"id":"call_cut","name":"execute_code","args":{"steps":[{"code":"sleep 60","language":"bash"}]}}]}`+"\n")
+	appendFile(t, filepath.Join(dir, "events.jsonl"), `{"seq":100000,"type":"turn_start","data":{"resume":false}}`+"\n")
+	e.restart()
+	e.restart() // a second, clean restart writes no second marker
+	if w := e.read("s/" + s + "/wait"); !strings.Contains(w, "interrupted by restart") {
+		t.Fatalf("wait = %q", w)
+	}
+	e.write("s/"+s+"/ctl", "resume\n")
+	if w := e.read("s/" + s + "/wait"); w != "idle\n" {
+		t.Fatalf("wait after resume = %q\n%s", w, e.read("s/"+s+"/chat"))
+	}
+	reqs := e.llm.Requests()
+	msgs := reqs[len(reqs)-1].Messages
+	last := msgs[len(msgs)-1]
+	if last.Role != "tool" || last.CallID != "call_cut" || !strings.Contains(last.Text, "interrupted by a restart") {
+		t.Fatalf("resumed request ends with %+v", last)
+	}
+	chat := e.read("s/" + s + "/chat")
+	if n := strings.Count(chat, ":: interrupted by restart"); n != 1 {
+		t.Errorf("%d restart markers in chat:\n%s", n, chat)
+	}
+	if n := strings.Count(e.read("s/"+s+"/context"), "interrupted by a restart"); n != 1 {
+		t.Errorf("the synthesized result is in the history %d times", n)
+	}
+}
+
+func appendFile(t *testing.T, name, data string) {
+	t.Helper()
+	f, err := os.OpenFile(name, os.O_APPEND|os.O_WRONLY, 0600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(data); err != nil {
+		t.Fatal(err)
+	}
+}
