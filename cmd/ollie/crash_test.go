@@ -12,6 +12,7 @@ import (
 
 	"ollie.dev/ollie/internal/llmtest"
 	"ollie.dev/ollie/internal/ninep/client"
+	"ollie.dev/ollie/internal/testutil"
 )
 
 // daemonProc is `ollie serve` in a process of its own, so it can die of
@@ -33,7 +34,15 @@ func startDaemon(t *testing.T, env []string, sock string) *daemonProc {
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { d.cmd.Process.Kill(); d.cmd.Wait() })
+	t.Cleanup(func() {
+		d.cmd.Process.Kill()
+		d.cmd.Wait()
+		for _, e := range env {
+			if h, ok := strings.CutPrefix(e, "HOME="); ok {
+				testutil.UnmountUnder(h) // the killed daemon's tmp quotas
+			}
+		}
+	})
 	for i := 0; probe(sock) != nil; i++ {
 		if i > 500 {
 			b, _ := os.ReadFile(log.Name())

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"ollie.dev/ollie/internal/mcpbridge"
@@ -108,12 +109,47 @@ func runMCP(ctx context.Context, env *Env, args []string) error {
 	if len(args) < op.min || len(args) > op.max {
 		return usagef("%s wants %s", verb, op.args)
 	}
+	// A stdio server's stderr (banners, progress) is shown only when the
+	// request fails: t/mcp runs this in a stage, and the model sees a
+	// stage's stderr, at a cost in tokens, on every call.
+	serverErr := &cappedBuf{max: 16 << 10}
+	tg.Stderr = serverErr
+	err = mcpRequest(ctx, env, tg, op, args)
+	if err != nil {
+		env.Stderr.Write(serverErr.Bytes())
+	}
+	return err
+}
+
+func mcpRequest(ctx context.Context, env *Env, tg mcpbridge.Target, op mcpVerb, args []string) error {
 	c, err := mcpbridge.Dial(ctx, tg)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	return op.run(ctx, env, c, args)
+}
+
+// cappedBuf keeps the first max bytes written to it.
+type cappedBuf struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (c *cappedBuf) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if room := c.max - len(c.b); room > 0 {
+		c.b = append(c.b, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+func (c *cappedBuf) Bytes() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.b
 }
 
 // splitCommand cuts a stdio server's command line off the arguments.

@@ -47,6 +47,7 @@ func serveMount(t *testing.T) *served {
 			s.cmd.Process.Kill()
 			s.cmd.Wait()
 			syscall.Unmount(s.mnt, syscall.MNT_DETACH)
+			testutil.UnmountUnder(home)
 		}
 		if t.Failed() {
 			t.Logf("ollie serve log:\n%s", s.log)

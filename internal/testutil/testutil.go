@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"ollie.dev/ollie/internal/config"
@@ -163,4 +164,24 @@ func (l *LogBuf) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.buf.String()
+}
+
+// UnmountUnder detaches every mount below dir: the tmp quotas (tmpfs) a
+// daemon killed by a test left behind, which would make the removal of
+// the test's temporary directory fail.
+func UnmountUnder(dir string) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	var under []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
+			under = append(under, f[4])
+		}
+	}
+	for i := len(under) - 1; i >= 0; i-- { // the deepest, mounted last, first
+		syscall.Unmount(under[i], syscall.MNT_DETACH)
+	}
 }
