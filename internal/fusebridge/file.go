@@ -31,6 +31,13 @@ type handle struct {
 	openMu sync.Mutex
 	fid    *client.Fid
 	sess   *session
+	// wrote is the session of the writes made since the last commit, nil
+	// if there were none: the next Flush commits them (see Flush).
+	wrote *session
+	// appendAt is where the next O_APPEND write goes, once the first has
+	// asked the server (-1 before): a file rewritten at the commit still
+	// has its old length until then.
+	appendAt int64
 }
 
 var (
@@ -63,13 +70,22 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	if h, fl, ok := n.openCached(ctx, flags); ok {
 		return h, fl | fuse.FOPEN_NOFLUSH, 0
 	}
-	h := &handle{n: n, mode: openMode(flags) &^ plan9.OTRUNC, append: flags&syscall.O_APPEND != 0}
+	h := &handle{n: n, mode: openMode(flags) &^ plan9.OTRUNC, append: flags&syscall.O_APPEND != 0, appendAt: -1}
 	if err := h.open(ctx, openMode(flags)); err != nil {
 		return nil, 0, n.b.errno("open", n.path(), err)
 	}
 	flags = n.cacheFlags(h.fid.Qid())
 	h.paged = flags&fuse.FOPEN_DIRECT_IO == 0
-	return h, flags | fuse.FOPEN_NOFLUSH, 0
+	return h, flags | noFlush(h.mode), 0
+}
+
+// noFlush spares close(2) the round trip to us (kernels 5.16 and later)
+// for an open that cannot write: only writes have a commit to wait for.
+func noFlush(mode uint8) uint32 {
+	if mode&3 == plan9.OREAD || mode&3 == plan9.OEXEC {
+		return fuse.FOPEN_NOFLUSH
+	}
+	return 0
 }
 
 // open (re)establishes h.fid with mode.
@@ -156,7 +172,10 @@ func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadRes
 	return fuse.ReadResultData(dest[:n]), 0
 }
 
-// Write is one or more Twrites, sent now; their error is the write's.
+// Write is one or more Twrites, sent now; their error is the write's,
+// even after some of them were taken: the server checks a message as it
+// arrives (NAMESPACE rule 1), and a short count without an error would
+// only make the writer send the rest.
 func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
 	f, err := h.opened(ctx)
 	if err != nil {
@@ -165,27 +184,71 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 	if h.append && f.Qid().Type&plan9.QTAPPEND == 0 {
 		// The kernel's idea of the end may be stale; the server's is not.
 		// (An append-only file appends wherever we write.)
-		d, err := f.Stat(ctx)
-		if err != nil {
+		if off, err = h.appendOffset(ctx, f); err != nil {
 			return 0, h.n.b.errno("write", h.n.path(), err)
 		}
-		off = int64(d.Length)
 	}
+	h.mu.Lock()
+	h.wrote = h.sess
+	h.mu.Unlock()
 	n, err := f.WriteAt(ctx, data, off)
-	if err != nil && n == 0 {
+	if h.append {
+		h.mu.Lock()
+		h.appendAt = off + int64(n)
+		h.mu.Unlock()
+	}
+	if err != nil {
 		return 0, h.n.b.errno("write", h.n.path(), err)
 	}
 	return uint32(n), 0
 }
 
-// Flush (close(2)) has nothing to do: writes were never deferred. Every
-// open says FOPEN_NOFLUSH, so a kernel that knows it (5.16 and later)
-// spares close(2) the round trip to us.
-func (h *handle) Flush(ctx context.Context) syscall.Errno { return 0 }
+// appendOffset returns where an O_APPEND write goes: the server's length
+// at the first, then the end of the last (which the server's stat shows
+// only after the commit, for a file rewritten whole).
+func (h *handle) appendOffset(ctx context.Context, f *client.Fid) (int64, error) {
+	h.mu.Lock()
+	at := h.appendAt
+	h.mu.Unlock()
+	if at >= 0 {
+		return at, nil
+	}
+	d, err := f.Stat(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return int64(d.Length), nil
+}
 
-// Release clunks the fid. Nothing waits for a release (close(2) returned
-// at Flush), and a clunk cannot fail in a way anyone could act on, so it is
-// not waited for either.
+// Flush is close(2) of a descriptor: it commits what was written since
+// the last commit, as a null wstat (the 9P fsync) on the open fid, and
+// its error is the close's (NAMESPACE rule 1). The fid stays open: the
+// kernel flushes at every close of every descriptor of the open (dup,
+// dup2, fork, a shell's redirection of a builtin), and only the last one
+// is followed by Release. So each close that follows writes ends one
+// message: `exec 3>prompt; echo a >&3; echo b >&3; exec 3>&-` sends two
+// prompts, a and b (bash closes its dup of 3 after each echo), and the
+// final close sends nothing; a forked child that writes to an inherited
+// descriptor and exits commits its own writes then. A close with nothing
+// written since the last commit is answered here, without a round trip.
+func (h *handle) Flush(ctx context.Context) syscall.Errno {
+	h.mu.Lock()
+	wrote, f, s := h.wrote, h.fid, h.sess
+	h.wrote = nil
+	h.mu.Unlock()
+	if wrote == nil {
+		return 0
+	}
+	if f == nil || s != wrote || s.dead() || s != h.n.b.cur.Load() {
+		// The daemon's end of the open is gone, with what it held.
+		return h.n.b.errno("close", h.n.path(), errs.E(errs.Unavailable, "connection to the daemon lost before the commit: nothing written since the last close was kept"))
+	}
+	return h.n.b.errno("close", h.n.path(), f.Sync(ctx))
+}
+
+// Release clunks the fid. Every close(2) was preceded by a Flush that
+// committed, so there is nothing left to wait for, and nobody would
+// hear an error (close(2) has returned): the clunk is not waited for.
 func (h *handle) Release(ctx context.Context) syscall.Errno {
 	h.mu.Lock()
 	f, s := h.fid, h.sess
@@ -225,9 +288,9 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		d = st
 	}
 	n.b.fillEntry(d, out)
-	h := &handle{mode: omode, append: flags&syscall.O_APPEND != 0, fid: f, sess: s}
+	h := &handle{mode: omode, append: flags&syscall.O_APPEND != 0, fid: f, sess: s, appendAt: -1}
 	ch := n.newChild(ctx, name, d, nil, nil)
 	h.n = ch.Operations().(*node)
 	// A new file is empty, so plain it is not: direct I/O, no cache.
-	return ch, h, h.n.cacheFlags(f.Qid()) | fuse.FOPEN_NOFLUSH, 0
+	return ch, h, h.n.cacheFlags(f.Qid()) | noFlush(omode), 0
 }

@@ -58,16 +58,15 @@ func (d *StaticDir) Prompt(uint8) Prompt { return PromptOpen | PromptRead | Prom
 func (s *Synth) Prompt(uint8) Prompt { return s.Prompts }
 
 // Prompt of a disk file: opening it to read is one openat; reads are
-// preads of a local file (or of the content a validated handle holds);
-// closing is close(2), or an unlink of a file an invalid write left. An
-// open that writes may truncate, or read a validated file whole, so it
-// gets a goroutine.
+// preads of a local file (or of the content a rewriting handle holds);
+// closing a file open to read is close(2). An open that writes may
+// truncate, or read the file whole, and its close may commit (rewrite.go:
+// fsync, rename, fsync), so it gets goroutines.
 func (f *DiskFile) Prompt(mode uint8) Prompt {
-	p := PromptRead | PromptClose
 	if (mode&3 == plan9.OREAD || mode&3 == plan9.OEXEC) && mode&plan9.OTRUNC == 0 {
-		p |= PromptOpen
+		return PromptOpen | PromptRead | PromptClose
 	}
-	return p
+	return PromptRead
 }
 
 var (
