@@ -183,3 +183,63 @@ func TestDupedDescriptors(t *testing.T) {
 		t.Errorf("prompt.prev = %q", got)
 	}
 }
+
+// badWrite is bad input written by a program that must fail, in its own
+// process, with an errno whose text is want.
+type badWrite struct {
+	what, script, want string
+}
+
+// Bad input fails in the writer's own process: at the write(2) that made
+// it bad when the daemon can see it then, else at the close(2).
+func TestBadInputFailsTheWriter(t *testing.T) {
+	e := start(t)
+	x := e.newSession()
+	e.sh(`printf 'old plan' > ` + x + `/plan`)
+	py := func(file, data string) string {
+		return `python3 -c 'import sys; f = open(sys.argv[1], "wb", buffering=0); f.write(` + data + `); f.close()' ` + file
+	}
+	bad := []badWrite{
+		{"ctl without newline", `printf 'kill now' > $X/ctl`, "Invalid argument"},
+		{"ctl unknown", `echo bogus > $X/ctl`, "Invalid argument"},
+		{"ctl second line bad", `printf 'save\nbogus\n' > $X/ctl`, "Invalid argument"},
+		{"ctl python", py("$X/ctl", `b"kill now"`), "Invalid argument"},
+		{"prompt not UTF-8, bash", `printf 'ok \xff' > $X/prompt`, "Invalid argument"},
+		// dash says "I/O error" whatever the errno.
+		{"prompt not UTF-8, dash", `dash -c "printf 'ok \377' > $X/prompt"`, "I/O error"},
+		{"prompt not UTF-8, python", py("$X/prompt", `b"ok \xc3\x28"`), "Invalid argument"},
+		{"prompt cut UTF-8, python", py("$X/prompt", `b"ok \xc3"`), "Invalid argument"},
+		{"prompt too large, tr", `head -c 5000000 /dev/zero | tr '\0' a > $X/prompt`, "File too large"},
+		{"prompt too large, dd", `head -c 5000000 /dev/zero | dd of=$X/prompt bs=64k status=none`, "File too large"},
+		{"prompt too large, python", py("$X/prompt", `b"a" * 5000000`), "File too large"},
+		{"prompt blank, python", py("$X/prompt", `b"\n\n"`), "Invalid argument"},
+		{"plan too large", `head -c 300000 /dev/zero | tr '\0' p > $X/plan`, "File too large"},
+		{"agent ill-formed so far, cat", `printf '{"description":' | cat > $M/a/x.json`, "Invalid argument"},
+		{"agent ill-formed so far, dd", `printf '{"description":' | dd of=$M/a/x.json status=none`, "Invalid argument"},
+		{"agent ill-formed so far, python", py("$M/a/x.json", `b"{\"description\":"`), "Invalid argument"},
+		{"agent garbage", `echo garbage > $M/a/x.json`, "Invalid argument"},
+		{"cfg unknown key, second line", `printf 'temperature=0.5\nbogus=1\n' > $X/cfg`, "Invalid argument"},
+		{"s/new unknown key", `printf 'cwd=/\nbogus=1\n' > $M/s/new`, "Invalid argument"},
+		{"s/new without cwd, python", py("$M/s/new", `b"name=nocwd"`), "Invalid argument"},
+		{"b/new bad head", `printf 'bogus=1\n---\nhi' > $M/b/new`, "Invalid argument"},
+	}
+	e.started()
+	for _, b := range bad {
+		out, err := e.try(`X=` + x + `; ` + b.script)
+		if err == nil || !strings.Contains(out, b.want) {
+			t.Errorf("%s: %v %q; want a failure saying %q", b.what, err, out, b.want)
+		}
+	}
+	if got := e.started(); len(got) != 0 {
+		t.Errorf("bad prompts began turns: %q", got)
+	}
+	if got := e.sh(`cat ` + x + `/plan`); got != "old plan" {
+		t.Errorf("plan after a refused write = %q", got)
+	}
+	if _, ok := e.disk(e.cfg.ConfigDir, "a/x.json"); ok {
+		t.Errorf("a/x.json left on disk after refused writes")
+	}
+	e.sh(`test ! -e $M/s/nocwd`)
+	// ctl applies each command of a write, in order.
+	e.sh(`printf 'save\nclear' > ` + x + `/ctl`)
+}

@@ -22,6 +22,9 @@ type handle struct {
 	// paged: the kernel reads through its page cache, and takes a short
 	// read for the end of the file (and shrinks the file to it).
 	paged bool
+	// created by this open: a failed write or commit may have removed
+	// the file again (a/x.json that never became valid).
+	created bool
 
 	// mu guards fid and sess. After a reconnect the fid is stale, and the
 	// next request opens the file again (without OTRUNC); so does the
@@ -198,9 +201,22 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 		h.mu.Unlock()
 	}
 	if err != nil {
+		h.gone()
 		return 0, h.n.b.errno("write", h.n.path(), err)
 	}
 	return uint32(n), 0
+}
+
+// gone tells the kernel to look up again the name of a file this open
+// created, after a failure that may have removed it: else it would serve
+// the name from its cache, and the next open by it fail.
+func (h *handle) gone() {
+	if !h.created {
+		return
+	}
+	if name, parent := h.n.Parent(); parent != nil {
+		parent.NotifyEntry(name)
+	}
 }
 
 // appendOffset returns where an O_APPEND write goes: the server's length
@@ -243,7 +259,11 @@ func (h *handle) Flush(ctx context.Context) syscall.Errno {
 		// The daemon's end of the open is gone, with what it held.
 		return h.n.b.errno("close", h.n.path(), errs.E(errs.Unavailable, "connection to the daemon lost before the commit: nothing written since the last close was kept"))
 	}
-	return h.n.b.errno("close", h.n.path(), f.Sync(ctx))
+	err := f.Sync(ctx)
+	if err != nil {
+		h.gone()
+	}
+	return h.n.b.errno("close", h.n.path(), err)
 }
 
 // Release clunks the fid. Every close(2) was preceded by a Flush that
@@ -288,7 +308,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		d = st
 	}
 	n.b.fillEntry(d, out)
-	h := &handle{mode: omode, append: flags&syscall.O_APPEND != 0, fid: f, sess: s, appendAt: -1}
+	h := &handle{mode: omode, append: flags&syscall.O_APPEND != 0, fid: f, sess: s, appendAt: -1, created: true}
 	ch := n.newChild(ctx, name, d, nil, nil)
 	h.n = ch.Operations().(*node)
 	// A new file is empty, so plain it is not: direct I/O, no cache.

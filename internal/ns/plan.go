@@ -21,7 +21,8 @@ type planHandle struct {
 
 	mu    sync.Mutex // reads run while writes of the same fid do
 	buf   []byte
-	dirty bool // changed since the open or the last commit
+	dirty bool  // changed since the open or the last commit
+	err   error // a write failed: the changes since the last commit are void
 }
 
 const maxPlan = 256 << 10
@@ -49,8 +50,13 @@ func (h *planHandle) WriteAt(_ context.Context, p []byte, off int64) (int, error
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	end := off + int64(len(p))
+	if h.err != nil {
+		return 0, h.err
+	}
 	if off < 0 || end > maxPlan {
-		return 0, errs.E(errs.TooLarge, "plan over "+sizeText(maxPlan))
+		// The pieces of this write(2) taken before must not land either.
+		h.err = errs.E(errs.TooLarge, "plan over "+sizeText(maxPlan))
+		return 0, h.err
 	}
 	if end > int64(len(h.buf)) {
 		h.buf = append(h.buf, make([]byte, end-int64(len(h.buf)))...)
@@ -64,7 +70,8 @@ func (h *planHandle) Truncate(size int64) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if size < 0 || size > maxPlan {
-		return errs.E(errs.TooLarge, "plan over "+sizeText(maxPlan))
+		h.err = errs.E(errs.TooLarge, "plan over "+sizeText(maxPlan))
+		return h.err
 	}
 	if size > int64(len(h.buf)) {
 		h.buf = append(h.buf, make([]byte, size-int64(len(h.buf)))...)
@@ -78,6 +85,10 @@ func (h *planHandle) Truncate(size int64) error {
 func (h *planHandle) Sync() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if err := h.err; err != nil {
+		h.err, h.dirty, h.buf = nil, false, h.s.Plan()
+		return errs.E(errs.KindOf(err), "plan not changed: "+err.Error())
+	}
 	if !h.dirty {
 		return nil
 	}

@@ -45,6 +45,9 @@ type rewriteHandle struct {
 	base int64
 	disk os.FileInfo
 	low  int64
+	// err: a write failed for its size; the changes since the last
+	// commit are void, even the pieces of that write(2) taken before.
+	err error
 }
 
 // Bounds on the content an open holds: validated documents (agents,
@@ -96,8 +99,12 @@ func (h *rewriteHandle) WriteAt(_ context.Context, p []byte, off int64) (int, er
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	end := off + int64(len(p))
+	if h.err != nil {
+		return 0, h.err
+	}
 	if off < 0 || end > int64(h.max) {
-		return 0, errs.E(errs.TooLarge, h.file.name+": over "+sizeText(h.max))
+		h.err = errs.E(errs.TooLarge, h.file.name+": over "+sizeText(h.max))
+		return 0, h.err
 	}
 	next := h.buf
 	if h.file.dir.pol.Validate != nil {
@@ -134,7 +141,8 @@ func (h *rewriteHandle) Truncate(size int64) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if size < 0 || size > int64(h.max) {
-		return errs.E(errs.TooLarge, h.file.name+": over "+sizeText(h.max))
+		h.err = errs.E(errs.TooLarge, h.file.name+": over "+sizeText(h.max))
+		return h.err
 	}
 	if size > int64(len(h.buf)) {
 		h.buf = append(h.buf, make([]byte, size-int64(len(h.buf)))...)
@@ -151,6 +159,11 @@ func (h *rewriteHandle) Sync() error {
 }
 
 func (h *rewriteHandle) commitLocked() error {
+	if err := h.err; err != nil {
+		h.err, h.dirty = nil, false
+		h.reload()
+		return errs.E(errs.KindOf(err), "not saved: "+err.Error())
+	}
 	if !h.dirty {
 		return nil
 	}
@@ -204,6 +217,21 @@ func (h *rewriteHandle) appendInPlace() error {
 		return diskErr(h.file.name, err)
 	}
 	return nil
+}
+
+// reload takes the content on disk again, after changes were voided.
+func (h *rewriteHandle) reload() {
+	h.buf, h.low = nil, math.MaxInt64
+	f, err := h.file.dir.root.Open(h.file.rel)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() <= int64(h.max) {
+		b := make([]byte, fi.Size())
+		n, _ := f.ReadAt(b, 0)
+		h.buf, h.base, h.disk = b[:n], int64(n), fi
+	}
 }
 
 // Close commits, and removes a file this open created if nothing valid
