@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -181,6 +182,27 @@ func TestDupedDescriptors(t *testing.T) {
 	e.sh(`exec 3>` + x + `/prompt; (printf 'from the child' >&3); exec 3>&-; cat ` + x + `/wait >/dev/null`)
 	if got := e.sh(`cat ` + x + `/prompt.prev`); got != "from the child" {
 		t.Errorf("prompt.prev = %q", got)
+	}
+	// A child forked and exec'd while a message is half written has the
+	// descriptor close-on-exec, and that close is not the writer's: the
+	// message is not cut (os/exec here; a shell running ls alike).
+	e.started()
+	f, err := os.OpenFile(x+"/prompt", os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("part one\n")
+	if err := exec.Command("true").Run(); err != nil {
+		t.Fatal(err)
+	}
+	e.sh(`exec 3>` + x + `/prompt; ls ` + x + ` > /dev/null; exec 3>&-`) // a child that inherits a descriptor and exits
+	f.WriteString("part two")
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e.sh(`cat ` + x + `/wait > /dev/null`)
+	if got := e.started(); len(got) != 1 || got[0] != "part one\npart two" {
+		t.Errorf("turns began with %q, want one with both parts", got)
 	}
 }
 

@@ -3,6 +3,10 @@ package fusebridge
 import (
 	"context"
 	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -35,8 +39,10 @@ type handle struct {
 	fid    *client.Fid
 	sess   *session
 	// wrote is the session of the writes made since the last commit, nil
-	// if there were none: the next Flush commits them (see Flush).
-	wrote *session
+	// if there were none, and writers the processes that made them: the
+	// next Flush by one of them commits them (see Flush).
+	wrote   *session
+	writers []uint32
 	// appendAt is where the next O_APPEND write goes, once the first has
 	// asked the server (-1 before): a file rewritten at the commit still
 	// has its old length until then.
@@ -180,10 +186,15 @@ func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadRes
 // arrives (NAMESPACE rule 1), and a short count without an error would
 // only make the writer send the rest.
 func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
-	f, err := h.opened(ctx)
-	if err != nil {
-		return 0, h.n.b.errno("write", h.n.path(), err)
+	// An open for writing is never opened again after a reconnect: what
+	// it wrote, or its O_TRUNC, went with the old connection, and the
+	// rest of the message, or of the new content, must not land alone.
+	h.noteWriter(ctx)
+	f := h.live()
+	if f == nil {
+		return 0, h.n.b.errno("write", h.n.path(), errLost)
 	}
+	var err error
 	if h.append && f.Qid().Type&plan9.QTAPPEND == 0 {
 		// The kernel's idea of the end may be stale; the server's is not.
 		// (An append-only file appends wherever we write.)
@@ -191,9 +202,6 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 			return 0, h.n.b.errno("write", h.n.path(), err)
 		}
 	}
-	h.mu.Lock()
-	h.wrote = h.sess
-	h.mu.Unlock()
 	n, err := f.WriteAt(ctx, data, off)
 	if h.append {
 		h.mu.Lock()
@@ -219,6 +227,21 @@ func (h *handle) gone() {
 	}
 }
 
+// noteWriter records that the caller writes, so that its close commits
+// (or, if the write fails, reports that nothing was kept).
+func (h *handle) noteWriter(ctx context.Context) {
+	who := caller(ctx)
+	h.mu.Lock()
+	h.wrote = h.sess
+	if !slices.Contains(h.writers, who) {
+		h.writers = append(h.writers, who)
+	}
+	h.mu.Unlock()
+}
+
+// errLost: the daemon's end of an open is gone, with what it held.
+var errLost = errs.E(errs.Other, "connection to the daemon lost: this open's writes since its last close were not kept; open the file again")
+
 // appendOffset returns where an O_APPEND write goes: the server's length
 // at the first, then the end of the last (which the server's stat shows
 // only after the commit, for a file rewritten whole).
@@ -240,24 +263,30 @@ func (h *handle) appendOffset(ctx context.Context, f *client.Fid) (int64, error)
 // the last commit, as a null wstat (the 9P fsync) on the open fid, and
 // its error is the close's (NAMESPACE rule 1). The fid stays open: the
 // kernel flushes at every close of every descriptor of the open (dup,
-// dup2, fork, a shell's redirection of a builtin), and only the last one
-// is followed by Release. So each close that follows writes ends one
-// message: `exec 3>prompt; echo a >&3; echo b >&3; exec 3>&-` sends two
-// prompts, a and b (bash closes its dup of 3 after each echo), and the
-// final close sends nothing; a forked child that writes to an inherited
-// descriptor and exits commits its own writes then. A close with nothing
-// written since the last commit is answered here, without a round trip.
+// dup2, a shell's redirection of a builtin, the exit of a child that
+// inherited it, the exec of one that had it close-on-exec), and only the
+// last one is followed by Release.
+//
+// So a close commits only if its process is one that wrote since the
+// last commit: `exec 3>prompt; echo a >&3; echo b >&3; exec 3>&-` sends
+// two prompts, a and b (bash closes its dup of 3 after each echo), and
+// the final close sends nothing; a child forked while a message is half
+// written (a Go program's os/exec, a shell's ls) closes its copy without
+// cutting the message; `(printf x >&3)` commits x when that child exits.
+// A close with nothing written since the last commit is answered here,
+// without a round trip.
 func (h *handle) Flush(ctx context.Context) syscall.Errno {
+	who := caller(ctx)
 	h.mu.Lock()
 	wrote, f, s := h.wrote, h.fid, h.sess
-	h.wrote = nil
-	h.mu.Unlock()
-	if wrote == nil {
+	if wrote == nil || who != 0 && !slices.Contains(h.writers, who) && !slices.Contains(h.writers, 0) {
+		h.mu.Unlock()
 		return 0
 	}
+	h.wrote, h.writers = nil, h.writers[:0]
+	h.mu.Unlock()
 	if f == nil || s != wrote || s.dead() || s != h.n.b.cur.Load() {
-		// The daemon's end of the open is gone, with what it held.
-		return h.n.b.errno("close", h.n.path(), errs.E(errs.Unavailable, "connection to the daemon lost before the commit: nothing written since the last close was kept"))
+		return h.n.b.errno("close", h.n.path(), errLost)
 	}
 	err := f.Sync(ctx)
 	if err != nil {
@@ -266,18 +295,48 @@ func (h *handle) Flush(ctx context.Context) syscall.Errno {
 	return h.n.b.errno("close", h.n.path(), err)
 }
 
-// Release clunks the fid. Every close(2) was preceded by a Flush that
-// committed, so there is nothing left to wait for, and nobody would
-// hear an error (close(2) has returned): the clunk is not waited for.
+// Release clunks the fid. Every writer's close(2) was a Flush that
+// committed, so there is mostly nothing left to wait for, and nobody
+// would hear an error (close(2) has returned): the clunk is not waited
+// for. Writes no Flush committed (a descriptor passed to another process
+// that closed it last) are committed by the clunk, their error logged.
 func (h *handle) Release(ctx context.Context) syscall.Errno {
 	h.mu.Lock()
-	f, s := h.fid, h.sess
-	h.fid = nil
+	f, s, pending := h.fid, h.sess, h.wrote != nil
+	h.fid, h.wrote = nil, nil
 	h.mu.Unlock()
-	if f != nil && !s.dead() {
+	switch {
+	case f == nil || s.dead():
+	case pending:
+		h.n.b.errno("release", h.n.path(), f.Clunk(context.Background()))
+	default:
 		go f.Clunk(context.Background())
 	}
 	return 0
+}
+
+// caller returns the process (thread group) a request comes from, 0 if
+// unknown: the kernel names the thread, and a process's threads share its
+// descriptors.
+func caller(ctx context.Context) uint32 {
+	c, ok := ctx.(*fuse.Context)
+	if !ok || c.Caller.Pid == 0 {
+		return 0
+	}
+	b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(c.Caller.Pid), 10) + "/status")
+	if err != nil {
+		return c.Caller.Pid
+	}
+	_, rest, ok := strings.Cut(string(b), "\nTgid:")
+	if !ok {
+		return c.Caller.Pid
+	}
+	line, _, _ := strings.Cut(rest, "\n")
+	tgid, err := strconv.ParseUint(strings.TrimSpace(line), 10, 32)
+	if err != nil {
+		return c.Caller.Pid
+	}
+	return uint32(tgid)
 }
 
 // Create creates and opens name in the directory n.
