@@ -20,6 +20,7 @@ type cloneFile struct {
 	mu   sync.Mutex // taken before msg's
 	msg  *msgHandle
 	id   string
+	err  error // why the last spec made nothing: reads say so
 	n    int64 // bytes written, accepted
 	wend int64 // offset just past the spec that made id
 }
@@ -34,6 +35,7 @@ func newClone(spec *msgSpec, template string, make func(string) (string, error))
 func (c *cloneFile) made(spec string) error {
 	id, err := c.make(spec)
 	if err != nil {
+		c.err = err
 		return err
 	}
 	c.id, c.wend = id, c.n
@@ -48,6 +50,12 @@ func (c *cloneFile) ReadAt(_ context.Context, p []byte, off int64) (int, error) 
 	if err := c.msg.Sync(); err != nil {
 		return 0, err
 	}
+	if c.id == "" && c.err != nil {
+		// The spec was committed by a close (a shell's `printf ... >&3`
+		// closes its dup of 3) whose error no one heard: the read of
+		// the id says it.
+		return 0, c.err
+	}
 	return cloneRead(p, off, c.id, c.wend, c.template), nil
 }
 
@@ -57,6 +65,7 @@ func (c *cloneFile) WriteAt(ctx context.Context, p []byte, off int64) (int, erro
 	if c.id != "" {
 		return 0, errs.E(errs.Invalid, "this open already made "+c.id+"; open new again for another")
 	}
+	c.err = nil
 	n, err := c.msg.WriteAt(ctx, p, off)
 	c.n += int64(n)
 	return n, err
