@@ -265,3 +265,22 @@ func TestBadInputFailsTheWriter(t *testing.T) {
 	// ctl applies each command of a write, in order.
 	e.sh(`printf 'save\nclear' > ` + x + `/ctl`)
 }
+
+// A long prompt (what the README recommends: cat notes.txt > prompt) is
+// one prompt whatever its size up to the limit, sent in many writes.
+func TestLongPrompt(t *testing.T) {
+	e := start(t)
+	x := e.newSession()
+	for _, n := range []int{100 << 10, 3 << 20} {
+		text := "block " + strings.Repeat("long prompt line\n", n/17)
+		e.prepare(text)
+		e.started()
+		for _, w := range []string{`cat $W/in > "$F"`, `python3 -c 'import sys; open(sys.argv[2], "w").write(open(sys.argv[1]).read())' $W/in "$F"`, `dd if=$W/in of="$F" bs=64k status=none`} {
+			st := e.sh(`export F=` + x + `/prompt; ` + w + `; cat ` + x + `/state; echo stop > ` + x + `/ctl; cat ` + x + `/wait >/dev/null`)
+			got := e.started()
+			if st != "running\n" || len(got) != 1 || got[0] != text {
+				t.Errorf("%d bytes by %s: state %q, %d turns began (first %d bytes)", len(text), w, st, len(got), len(strings.Join(got, "")))
+			}
+		}
+	}
+}
