@@ -175,29 +175,39 @@ func TestKill9Plan(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		closed := false
+		// The writer keeps writing after the kill, as a program that
+		// ignores errors would, or gives up at once, as one killed too.
+		giveUp := i%2 == 1
+		wrote := true
 		for j := 0; j < pieces; j++ {
 			if j == killAt {
 				r.restart()
+				if giveUp {
+					wrote = false
+					break
+				}
 			}
-			f.WriteString(next[j*len(next)/pieces : (j+1)*len(next)/pieces]) // fails once killed
+			if _, err := f.WriteString(next[j*len(next)/pieces : (j+1)*len(next)/pieces]); err != nil {
+				wrote = false
+			}
 		}
 		if killAt == pieces {
 			r.restart()
 		}
-		closed = f.Close() == nil
+		// Acknowledged: every write and the close succeeded.
+		acked := f.Close() == nil && wrote
 		if killAt == pieces+1 {
 			r.restart()
 		}
 		got := r.read("s/c/plan")
 		switch {
-		case closed && got == next:
+		case acked && got == next:
 			old = next
 			replaced++
-		case !closed && got == old:
+		case !acked && got == old:
 			kept++
 		default:
-			t.Errorf("try %d, killed at %d of %d, close ok %v: plan is %d bytes %.40q, want the %s plan", i, killAt, pieces, closed, len(got), got, map[bool]string{true: "new", false: "old"}[closed])
+			t.Errorf("try %d, killed at %d of %d, acknowledged %v: plan is %d bytes %.40q, want the %s plan", i, killAt, pieces, acked, len(got), got, map[bool]string{true: "new", false: "old"}[acked])
 			old = got
 		}
 	}
