@@ -52,3 +52,10 @@ fi
 PATH="$PATH:$(go env GOPATH)/bin" staticcheck ./...
 echo "== go test -race"
 go test -race -count=1 "$@" ./...
+
+# == fuzz: the parsers of untrusted bytes, each for a bounded time (the
+# corpus is in the packages' testdata/fuzz/). About 30 s in all.
+echo "== fuzz"
+go test -run='^$' -fuzz='^FuzzParse$' -fuzztime=15s ./internal/ninep
+go test -run='^$' -fuzz='^FuzzServe$' -fuzztime=15s ./internal/ninep
+# == end fuzz

@@ -163,8 +163,12 @@ func topUsage(w io.Writer) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	width := 0
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].short)
+		width = max(width, len(n))
+	}
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, n, commands[n].short)
 	}
 	fmt.Fprintf(w, "\nRun 'ollie help COMMAND' for details of one command.\n")
 }

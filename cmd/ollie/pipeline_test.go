@@ -275,15 +275,19 @@ func TestSessionScripts(t *testing.T) {
 	if got := e.ok("sh", `s/cleanup 1h`); got != "" {
 		t.Errorf("cleanup 1h removed %q", got)
 	}
-	dry := e.ok("sh", `s/cleanup -n 0`)
+	dry := e.ok("sh", `s/cleanup -n -t 0`)
 	if !strings.Contains(dry, "s/"+id+"\n") || strings.Contains(dry, filepath.Base(running)) || !strings.Contains(dry, "tr/"+filepath.Base(slow)+".chat\n") {
 		t.Errorf("cleanup -n 0 listed:\n%s", dry)
 	}
 	if ids := e.sessions(); len(ids) != 2 {
 		t.Errorf("cleanup -n removed sessions: %v", ids)
 	}
-	// It also removes the transcripts of the sessions it just ended.
-	got := e.ok("sh", `s/cleanup 0s`)
+	// Without -t, transcripts are kept.
+	if got := e.ok("sh", `s/cleanup -n 0`); strings.Contains(got, "tr/") {
+		t.Errorf("cleanup -n 0 would remove transcripts:\n%s", got)
+	}
+	// With -t it also removes the transcripts of the sessions it just ended.
+	got := e.ok("sh", `s/cleanup -t 0s`)
 	for _, line := range strings.Split(strings.TrimSpace(dry), "\n") {
 		if !strings.Contains(got, line+"\n") {
 			t.Errorf("cleanup 0s did not remove %s:\n%s", line, got)

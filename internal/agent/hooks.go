@@ -8,9 +8,11 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 
 	"ollie.dev/ollie/internal/session"
+	"ollie.dev/ollie/internal/who"
 )
 
 // Hooks are shell commands from the agent configuration, run by the
@@ -50,7 +52,7 @@ func (r *Runner) hook(ctx context.Context, t *session.Turn, st *setup, name stri
 	payload["cwd"] = st.meta.Cwd
 	in, _ := json.Marshal(payload)
 	for _, c := range cmds {
-		out, errText, code, ms := runHookCmd(ctx, c, st.meta.Cwd, in, r.hookEnv(st))
+		out, errText, code, ms := runHookCmd(ctx, c, st.meta.Cwd, in, r.hookEnv(st), st.meta.ID)
 		t.Event("hook", map[string]any{"hook": name, "command": c, "exit": code, "ms": ms})
 		switch code {
 		case 0:
@@ -77,16 +79,41 @@ func (r *Runner) hookEnv(st *setup) []string {
 	return env
 }
 
-func runHookCmd(ctx context.Context, command, cwd string, stdin []byte, env []string) (stdout, stderr string, code int, ms int64) {
+// hookShell runs a hook's command once its process group is registered
+// (who.Stages.AddHook), so that the tree knows it for a hook from its
+// first instruction: it waits for a line on descriptor 3, then execs the
+// command, with no_new_privs when setpriv(1) is there (util-linux), which
+// makes the FUSE bridge ask the daemon about it. A hook and everything it
+// starts may do in the tree what the user may, except answer a consent
+// request.
+const hookShell = `IFS= read -r _ <&3; exec 3<&-; if command -v setpriv >/dev/null 2>&1; then exec setpriv --no-new-privs /bin/sh -c "$1"; fi; exec /bin/sh -c "$1"`
+
+func runHookCmd(ctx context.Context, command, cwd string, stdin []byte, env []string, session string) (stdout, stderr string, code int, ms int64) {
 	ctx, cancel := context.WithTimeout(ctx, hookTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", command)
+	gateR, gateW, err := os.Pipe()
+	if err != nil {
+		return "", err.Error(), -1, 0
+	}
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", hookShell, "hook", command)
 	cmd.Dir, cmd.Env = cwd, env
 	cmd.Stdin = bytes.NewReader(stdin)
+	cmd.ExtraFiles = []*os.File{gateR}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	start := time.Now()
-	err := cmd.Run()
+	err = cmd.Start()
+	gateR.Close()
+	if err == nil {
+		defer who.Stages.AddHook(cmd.Process.Pid, session)()
+		gateW.WriteString("go\n")
+		gateW.Close()
+		err = cmd.Wait()
+	} else {
+		gateW.Close()
+	}
 	ms = time.Since(start).Milliseconds()
 	var ee *exec.ExitError
 	switch {

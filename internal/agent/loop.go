@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"ollie.dev/ollie/internal/backend"
 	"ollie.dev/ollie/internal/config"
@@ -196,11 +197,12 @@ func (r *Runner) execute(ctx context.Context, t *session.Turn, st *setup, args j
 		return nil, errs.E(errs.Unavailable, "execute_code is not available in this daemon")
 	}
 	m := st.meta
-	env := ToolEnv(r.o.Mount, m.ID)
+	env := ToolEnv(r.o.Mount, t.S.TreePath(), m.ID)
 	for _, v := range t.S.Env() {
 		env = append(env, v.Key+"="+v.Value)
 	}
-	policy := firstOf(m.Sandbox, st.agent.Sandbox)
+	// The session's, else its agent's, else ollie.json's sandbox.default.
+	policy := firstOf(m.Sandbox, st.agent.Sandbox, r.o.Config.Sandbox.Default)
 	tmp, err := t.S.EnsureTmp()
 	if err != nil {
 		return nil, err
@@ -210,32 +212,33 @@ func (r *Runner) execute(ctx context.Context, t *session.Turn, st *setup, args j
 		Policy: policy, Consent: &consent{t: t, timeout: r.consentTimeout()},
 		Session: m.ID,
 	}
-	spec.Read, spec.Write = r.treeGrants(policy, m.ID)
+	spec.Read, spec.Write = TreeGrants(r.o.Config.Sandbox, r.o.Mount, policy, t.S.TreePath())
 	return r.o.Exec.Run(ctx, spec, args)
 }
 
 // ToolEnv is what a session's tools learn of the tree: OLLIE_ID, and,
-// when the tree is mounted at mount, OLLIE and OLLIE_SESSION.
-func ToolEnv(mount, id string) []string {
+// when the tree is mounted at mount, OLLIE and OLLIE_SESSION, the
+// session's own directory (dir, relative to the tree: s/<id>, or
+// b/<job>/<k> for a sub-agent).
+func ToolEnv(mount, dir, id string) []string {
 	env := []string{"OLLIE_ID=" + id}
 	if mount != "" {
-		env = append(env, "OLLIE="+mount, "OLLIE_SESSION="+mount+"/s/"+id)
+		env = append(env, "OLLIE="+mount, "OLLIE_SESSION="+mount+"/"+dir)
 	}
 	return env
 }
 
-func (r *Runner) treeGrants(policy, id string) (read, write []string) {
-	return TreeGrants(r.o.Config.Sandbox, r.o.Mount, policy, id)
-}
-
-// TreeGrants opens the tree mounted at mount to session id's tools: all
-// of it to read (it holds no secrets), and, when the profile lets the
-// session write its cwd, its memory (m/), the shared tmp/ and its own
-// session directory (plan, spawn of sub-agents ...) to write. Agent
-// configurations, tools, skills, prompts and other sessions stay
-// read-only: code the model wrote cannot change its own policy or reach
-// another session.
-func TreeGrants(sb config.Sandbox, mount, policy, id string) (read, write []string) {
+// TreeGrants opens the tree mounted at mount to the tools of the session
+// whose directory is dir: all of it to read, and, when the profile lets
+// the session write its cwd, its memory (m/), the shared tmp/ and its
+// own directory (plan, spawn of sub-agents ...) to write.
+//
+// This is the outer fence, in Landlock's terms of paths. What a stage may
+// really do in the tree is the daemon's stage table (internal/ns,
+// stage.go), which the daemon applies to every request of a stage by
+// who is asking: an ask/ file, cfg, ctl or another session's queue under
+// a granted path are still refused.
+func TreeGrants(sb config.Sandbox, mount, policy, dir string) (read, write []string) {
 	if mount == "" {
 		return nil, nil
 	}
@@ -244,21 +247,60 @@ func TreeGrants(sb config.Sandbox, mount, policy, id string) (read, write []stri
 	if err != nil || prof.Cwd != config.AccessRW {
 		return read, nil
 	}
-	return read, []string{mount + "/m", mount + "/tmp", mount + "/s/" + id}
+	return read, []string{mount + "/m", mount + "/tmp", mount + "/" + dir}
 }
 
 // indentOutput shows a tool's output in chat, cut to a readable size (the
-// model gets all of it).
+// model gets all of it), with control characters made visible: chat is
+// read in terminals (cat, tail -f), and what a tool printed must not
+// drive them.
 func indentOutput(s string) string {
 	const max = 2000
 	if len(s) > max {
 		s = s[:max] + fmt.Sprintf("\n... (%d more bytes)\n", len(s)-max)
 	}
+	s = EscapeControls(s)
 	if !strings.HasSuffix(s, "\n") {
 		s += "\n"
 	}
 	return s
 }
+
+// EscapeControls writes the control characters of s but newline and tab
+// (C0, DEL and C1, escape sequences among them) as \xHH or \u00HH, and
+// invalid UTF-8 as \xHH, so that text from tools is inert in a terminal.
+func EscapeControls(s string) string {
+	clean := true
+	for _, r := range s {
+		if r == utf8.RuneError || (isControl(r) && r != '\n' && r != '\t') {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, "\\x%02x", s[i])
+		case r == '\n' || r == '\t':
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, "\\x%02x", r)
+		case r >= 0x80 && r < 0xa0:
+			fmt.Fprintf(&b, "\\u%04x", r)
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }
 
 func compactJSON(raw json.RawMessage) string {
 	var v any

@@ -89,7 +89,7 @@ func (r *Registry) parentCap(parent string, n int) chan struct{} {
 func (r *Registry) open(id string, sp Spec) (*Job, error) {
 	dir := r.jobDir(id)
 	so := r.o.Session
-	so.Dir, so.TrDir = dir, ""
+	so.Dir, so.TrDir, so.TreeDir = dir, "", "b/"+id
 	m, err := session.Open(so)
 	if err != nil {
 		return nil, err

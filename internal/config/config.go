@@ -194,3 +194,16 @@ func jsonMessage(err error) string {
 	msg = strings.TrimPrefix(msg, "json: ")
 	return msg
 }
+
+// PrivatePaths are ollie's own directories and files: hidden from stages,
+// and never a session's working directory.
+func (c *Config) PrivatePaths() []string {
+	p := []string{c.ConfigDir, c.DataDir, c.StateDir, c.RuntimeDir, c.Mount}
+	if c.File != "" {
+		p = append(p, c.File)
+	}
+	if c.Socket != "" {
+		p = append(p, filepath.Dir(c.Socket))
+	}
+	return p
+}

@@ -23,6 +23,7 @@ import (
 	"ollie.dev/ollie/internal/ns"
 	"ollie.dev/ollie/internal/session"
 	"ollie.dev/ollie/internal/tree"
+	"ollie.dev/ollie/internal/who"
 )
 
 // Options configure a daemon beyond its Config.
@@ -75,7 +76,7 @@ func Start(cfg *config.Config, o Options) (*Daemon, error) {
 	d.OnClose(func() { lk.Close(); os.Remove(lk.Name()) })
 
 	var reg *batch.Registry
-	so := session.Options{Runner: o.Runner, CheckAgent: agentChecker(cfg), CheckBackend: backendChecker(cfg),
+	so := session.Options{Runner: o.Runner, CheckAgent: agentChecker(cfg), CheckBackend: backendChecker(cfg), CheckCwd: cwdChecker(cfg),
 		Logf: d.log.Printf, OnStop: func(id string) { reg.StopChildren(id) }}
 	reg, err = batch.Open(batch.Options{Dir: filepath.Join(cfg.DataDir, "b"), Session: so, MaxRunning: cfg.MaxParallel, Logf: d.log.Printf})
 	if err != nil {
@@ -106,6 +107,7 @@ func Start(cfg *config.Config, o Options) (*Daemon, error) {
 	d.OnClose(func() { nsp.Close() })
 	d.Server = ninep.New(nsp.Root)
 	d.Server.Msize = o.Msize
+	d.Server.Guard, d.Server.Resolve = nsp.Guard, who.Stages.Resolve
 
 	l, err := listenUnix(cfg.Socket)
 	if err != nil {
@@ -162,7 +164,7 @@ func (d *Daemon) serve(l net.Listener) {
 				return
 			}
 			go func() {
-				d.Server.ServeConn(c, c)
+				d.Server.ServeConnAs(c, c, peer(c))
 				c.Close()
 				d.track(c, false)
 			}()

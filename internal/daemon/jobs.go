@@ -9,6 +9,7 @@ import (
 	"ollie.dev/ollie/internal/config"
 	"ollie.dev/ollie/internal/errs"
 	"ollie.dev/ollie/internal/ns"
+	"ollie.dev/ollie/internal/sandbox"
 	"ollie.dev/ollie/internal/session"
 )
 
@@ -44,6 +45,15 @@ func (jm *jobMaker) spawn(parent *session.Session, text string) (string, error) 
 	if sp.Cwd == "" {
 		sp.Cwd = m.Cwd
 	}
+	// A sub-agent works where its parent may: in the parent's cwd or
+	// below it, on the parent's backend. Its policy is the parent's.
+	if !filepath.IsAbs(sp.Cwd) || !sandbox.Within(sp.Cwd, m.Cwd) {
+		return "", errs.E(errs.Permission, "a sub-agent's cwd must be its parent's ("+m.Cwd+") or inside it, not "+sp.Cwd)
+	}
+	if sp.Backend != "" && sp.Backend != m.Backend {
+		return "", errs.E(errs.Permission, "a sub-agent uses its parent's backend ("+orDefault(m.Backend)+"), not "+sp.Backend)
+	}
+	sp.Backend = m.Backend
 	if sp.Agent == "" {
 		sp.Agent = m.Agent
 	}
@@ -64,6 +74,21 @@ func (jm *jobMaker) spawn(parent *session.Session, text string) (string, error) 
 		return "", err
 	}
 	return j.ID(), nil
+}
+
+func orDefault(s string) string {
+	if s == "" {
+		return "the default"
+	}
+	return s
+}
+
+// cwdChecker is the rule for every session's working directory
+// (sandbox.CheckSessionDir) with this daemon's directories.
+func cwdChecker(cfg *config.Config) func(string) error {
+	home, _ := os.UserHomeDir() // as the executor hides it (agent.FromConfig)
+	private := cfg.PrivatePaths()
+	return func(dir string) error { return sandbox.CheckSessionDir(dir, home, private) }
 }
 
 func (jm *jobMaker) agent(name string) *agentcfg.Agent {

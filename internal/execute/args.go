@@ -23,6 +23,9 @@ const Description = `Run code in a sandbox, in the session's working directory. 
 	`or {"parallel":[stages]} (each branch gets the same stdin; outputs are joined in order). ` +
 	`The result is the last stage's stdout; on failure, the failing stage, its exit status and stderr.`
 
+// DefaultLanguage is the language of inline code that names none.
+const DefaultLanguage = "bash"
+
 // Schema is the JSON schema of the tool's arguments.
 const Schema = `{"type":"object","properties":{` +
 	`"steps":{"type":"array","minItems":1,"items":{"$ref":"#/$defs/stage"}},` +
@@ -30,7 +33,7 @@ const Schema = `{"type":"object","properties":{` +
 	`"required":["steps"],"additionalProperties":false,` +
 	`"$defs":{"stage":{"type":"object","properties":{` +
 	`"code":{"type":"string"},` +
-	`"language":{"type":"string","description":"bash, sh, python3, perl, awk, sed, jq, or another interpreter on PATH"},` +
+	`"language":{"type":"string","description":"bash (the default), sh, python3, perl, awk, sed, jq, or another interpreter on PATH"},` +
 	`"tool":{"type":"string","description":"name of a tool in t/"},` +
 	`"args":{"type":"array","items":{"type":"string"}},` +
 	`"parallel":{"type":"array","items":{"$ref":"#/$defs/stage"}},` +
@@ -110,8 +113,6 @@ func (st *Stage) check(id string, depth int, n *int, max time.Duration) error {
 		return badArgs("stage " + id + ": needs code, tool or parallel")
 	case kinds > 1:
 		return badArgs("stage " + id + ": give only one of code, tool and parallel")
-	case st.Code != "" && st.Language == "":
-		return badArgs("stage " + id + ": code needs a language")
 	case st.Language != "" && st.Code == "":
 		return badArgs("stage " + id + ": empty code")
 	case st.Args != nil && st.Tool == "":
@@ -120,6 +121,9 @@ func (st *Stage) check(id string, depth int, n *int, max time.Duration) error {
 		return badArgs("stage " + id + ": empty parallel")
 	case st.Parallel != nil && st.Elevated:
 		return badArgs("stage " + id + ": mark the branches elevated, not the parallel stage")
+	}
+	if st.Code != "" && st.Language == "" {
+		st.Language = DefaultLanguage // models often leave it out
 	}
 	if _, err := seconds(st.Timeout, max, "stage "+id+": timeout"); err != nil {
 		return err

@@ -22,7 +22,6 @@ func TestBadArgs(t *testing.T) {
 		{`{"steps": [{"code": 1, "language": "bash"}]}`, "steps.code: want a string"},
 		{`{"steps": [{}]}`, "stage 1: needs code, tool or parallel"},
 		{`{"steps": [{"code": "x", "language": "bash", "tool": "t"}]}`, "stage 1: give only one of code, tool and parallel"},
-		{`{"steps": [{"code": "x"}]}`, "stage 1: code needs a language"},
 		{`{"steps": [{"language": "bash"}]}`, "stage 1: empty code"},
 		{`{"steps": [{"args": ["x"]}]}`, "stage 1: args need a tool"},
 		{`{"steps": [{"parallel": []}]}`, "stage 1: empty parallel"},
@@ -50,6 +49,19 @@ func TestBadArgs(t *testing.T) {
 	}
 }
 
+// Inline code without a language is bash, as the schema says: models
+// often leave the field out.
+func TestLanguageDefaultsToBash(t *testing.T) {
+	f := newFixture(t)
+	res, err := f.executor().Run(t.Context(), f.spec(), []byte(`{"steps": [{"code": "echo ${BASH_VERSION:+bash}"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.String() != "bash\n" {
+		t.Fatalf("got %q, want bash's output", res.String())
+	}
+}
+
 func TestUnknownPolicy(t *testing.T) {
 	f := newFixture(t)
 	f.policy = "nosuch"
@@ -69,5 +81,27 @@ func TestSchemaIsSmall(t *testing.T) {
 	}
 	if _, err := ParseArgs([]byte(`{"steps":[{"code":"x","language":"sh"}]}`), config.DefaultSandbox()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The model sees the stderr of stages that succeed: a warning, and a
+// command that failed inside a shell pipeline that succeeded.
+func TestStderrOfSucceedingStages(t *testing.T) {
+	f := newFixture(t)
+	args := `{"steps": [{"code": "echo warning: unused variable >&2; echo out"},` +
+		`{"parallel": [{"code": "cat; cat /no/such/file | sort"}, {"code": "true"}]}]}`
+	res, err := f.executor().Run(t.Context(), f.spec(), []byte(args))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := res.String()
+	for _, want := range []string{"out\n", "stderr of stage 1 (bash):\nwarning: unused variable\n",
+		"stderr of stage 2.1 (bash):\ncat: /no/such/file: No such file or directory\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("result lacks %q:\n%s", want, got)
+		}
+	}
+	if res.Failed || strings.Contains(got, "stage 2.2") {
+		t.Errorf("unexpected:\n%s", got)
 	}
 }

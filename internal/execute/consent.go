@@ -37,6 +37,7 @@ type Request struct {
 	Session  string
 	Stage    string // "2", or "3.1" for a branch
 	Cwd      string
+	Policy   string // the sandbox profile the stage would leave
 	Language string // with Code, for inline code
 	Code     string
 	Tool     string // with Args, for a named tool
@@ -46,9 +47,13 @@ type Request struct {
 // String is the request as a person reads it.
 func (q Request) String() string {
 	var b strings.Builder
-	b.WriteString("execute_code asks to run a stage outside the sandbox\n")
+	b.WriteString("execute_code asks to run a stage outside the sandbox, as you, with no limits\n")
+	b.WriteString("asked by: the model (code it wrote; it may have been steered by what it read)\n")
 	if q.Session != "" {
 		fmt.Fprintf(&b, "session: %s\n", q.Session)
+	}
+	if q.Policy != "" {
+		fmt.Fprintf(&b, "policy: %s (what it runs under now)\n", q.Policy)
 	}
 	fmt.Fprintf(&b, "stage: %s\ncwd: %s\n", q.Stage, q.Cwd)
 	if q.Tool != "" {

@@ -24,7 +24,6 @@ package execute
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"time"
 
 	"ollie.dev/ollie/internal/config"
@@ -99,16 +98,7 @@ func New(o Options) (*Executor, error) {
 // PrivatePaths lists ollie's own places in c: configuration (keys), data
 // (other sessions), state, the runtime directory (the daemon's socket)
 // and the mount point.
-func PrivatePaths(c *config.Config) []string {
-	p := []string{c.ConfigDir, c.DataDir, c.StateDir, c.RuntimeDir, c.Mount}
-	if c.File != "" {
-		p = append(p, c.File)
-	}
-	if c.Socket != "" {
-		p = append(p, filepath.Dir(c.Socket))
-	}
-	return p
-}
+func PrivatePaths(c *config.Config) []string { return c.PrivatePaths() }
 
 // Run parses args (the model's JSON) and runs the pipeline.
 //

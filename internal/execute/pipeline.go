@@ -22,16 +22,22 @@ type run struct {
 // wrote, and stops at the first that fails.
 func (r *run) pipeline(ctx context.Context, jobs []*job) *Result {
 	var in *spool
+	var notes []Note
 	defer func() { in.Close() }()
 	for _, j := range jobs {
 		o := r.runStage(ctx, j, in)
 		in.Close()
 		in = o.stdout
 		if o.failed() {
-			return r.result(o)
+			res := r.result(o)
+			res.Notes = append(notes, o.notes...)
+			return res
 		}
+		notes = append(notes, o.stderrNotes()...)
 	}
-	return r.result(&outcome{stdout: in})
+	res := r.result(&outcome{stdout: in})
+	res.Notes = notes
+	return res
 }
 
 func (r *run) runStage(ctx context.Context, j *job, in *spool) *outcome {
@@ -60,6 +66,8 @@ func (r *run) runParallel(ctx context.Context, j *job, in *spool) *outcome {
 	for _, o := range outs {
 		if o.failed() && failed == nil {
 			failed = o
+		} else {
+			joined.notes = append(joined.notes, o.stderrNotes()...)
 		}
 		if _, err := io.Copy(joined.stdout, o.stdout.Reader()); err == errTooLarge && failed == nil {
 			joined.tooLarge, joined.exit = true, -1
@@ -73,6 +81,7 @@ func (r *run) runParallel(ctx context.Context, j *job, in *spool) *outcome {
 	}
 	if failed != nil && failed != joined {
 		joined.stdout.Close()
+		failed.notes = append(joined.notes, failed.notes...)
 		return failed
 	}
 	return joined
@@ -90,7 +99,7 @@ func (r *run) elevate(ctx context.Context, j *job) string {
 		return "elevation denied: no one is asked for consent in this session"
 	}
 	req := Request{
-		Session: r.spec.Session, Stage: j.id, Cwd: r.spec.Cwd,
+		Session: r.spec.Session, Stage: j.id, Cwd: r.spec.Cwd, Policy: r.spec.Policy,
 		Language: j.stage.Language, Code: j.stage.Code, Tool: j.stage.Tool, Args: j.stage.Args,
 	}
 	d, err := r.spec.Consent.Ask(ctx, req)

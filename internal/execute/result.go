@@ -31,8 +31,23 @@ type Result struct {
 	Stderr   string // its stderr, head and tail
 	TimedOut bool
 
+	// Notes are what the stages that succeeded wrote to stderr: warnings,
+	// test summaries, progress, a failing command inside a pipeline that
+	// succeeded. The model sees them after the output, cut to noteKeep.
+	Notes []Note
+
 	Duration time.Duration
 }
+
+// A Note is the stderr of a stage that succeeded.
+type Note struct {
+	Stage, Label, Stderr string
+}
+
+// noteKeep bounds the stderr of one stage that succeeded, head and tail:
+// it costs tokens on every call, and the failing stage's stderr, which
+// matters most, has its own larger share.
+const noteKeep = 1 << 10
 
 // String is the text the model reads.
 func (r *Result) String() string {
@@ -47,6 +62,13 @@ func (r *Result) String() string {
 		if len(r.Output) > 0 && r.Output[len(r.Output)-1] != '\n' {
 			b.WriteByte('\n')
 		}
+	}
+	for _, n := range r.Notes {
+		s := n.Stderr
+		if len(s) > 2*noteKeep {
+			s = cutMark(string(trimEnd([]byte(s[:noteKeep]))), string(trimStart([]byte(s[len(s)-noteKeep:]))), int64(len(s)-2*noteKeep), "")
+		}
+		fmt.Fprintf(&b, "stderr of stage %s (%s):\n%s\n", n.Stage, n.Label, s)
 	}
 	if r.Failed {
 		fmt.Fprintf(&b, "error: stage %s (%s) %s", r.Stage, r.Label, r.Reason)

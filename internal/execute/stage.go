@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"ollie.dev/ollie/internal/errs"
 	"ollie.dev/ollie/internal/sandbox"
+	"ollie.dev/ollie/internal/who"
 )
 
 // stderrKeep is how much of a stage's stderr, head and tail, is kept.
@@ -35,6 +37,16 @@ type outcome struct {
 	tooLarge bool
 	denied   string // why an elevated stage did not run
 	err      error  // the stage could not start
+	notes    []Note // stderr of the branches that succeeded, for a parallel stage
+}
+
+// stderrNotes is what the stages of o that succeeded wrote to stderr.
+func (o *outcome) stderrNotes() []Note {
+	notes := o.notes
+	if s := strings.TrimRight(o.stderr.String(), "\n"); s != "" && o.job != nil {
+		notes = append(notes, Note{Stage: o.job.id, Label: o.job.label, Stderr: s})
+	}
+	return notes
 }
 
 func (o *outcome) failed() bool {
@@ -70,6 +82,7 @@ func (r *run) runLeaf(ctx context.Context, j *job, stdin *spool) *outcome {
 type proc struct {
 	p          *sandbox.Proc
 	outR, errR *os.File
+	forget     func() // unregisters the stage's process group (who.Stages)
 }
 
 // start gives j its code and pipes and starts it through the helper.
@@ -93,19 +106,28 @@ func (r *run) start(j *job, stdin *spool) (*proc, error) {
 		outW.Close()
 		return nil, err
 	}
-	sp, err := r.prep.Start(sandbox.Cmd{
+	forget := func() {}
+	cmd := sandbox.Cmd{
 		Helper: r.e.o.Helper, Path: j.path, Args: j.argv, Env: r.env, Dir: r.spec.Cwd,
 		Script: script, Elevated: j.stage.Elevated, OneShot: r.e.o.OneShot,
 		Stdin: stdin.Reader(), Stdout: outW, Stderr: errW,
-	})
+	}
+	if !j.stage.Elevated {
+		// The tree knows the stage by its process group from before its
+		// first instruction; an elevated stage runs as the user who
+		// allowed it.
+		cmd.Admit = func(pgid int) { forget = who.Stages.Add(pgid, r.spec.Session) }
+	}
+	sp, err := r.prep.Start(cmd)
 	outW.Close()
 	errW.Close()
 	if err != nil {
+		forget()
 		outR.Close()
 		errR.Close()
 		return nil, err
 	}
-	return &proc{sp, outR, errR}, nil
+	return &proc{sp, outR, errR, forget}, nil
 }
 
 // wait collects p's output into o until its first process exits, ctx is
@@ -146,6 +168,7 @@ func (r *run) wait(ctx context.Context, o *outcome, p *proc) {
 	// running in the background goes with it.
 	syscall.Kill(-pgid, syscall.SIGKILL)
 	<-exited
+	p.forget()
 	ws, _ := p.p.Wait() // it has exited: the only error would be a bug
 	waitPipes(&copies, p.outR, p.errR)
 	o.exit = ws.ExitStatus()

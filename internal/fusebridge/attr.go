@@ -110,7 +110,7 @@ func (n *node) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) syscal
 			err = f.Sync(ctx)
 		}
 	} else {
-		err = n.withFid(ctx, func(f *client.Fid, _ *session) error { return f.Sync(ctx) })
+		err = n.withOwnFid(ctx, func(f *client.Fid, _ *session) error { return f.Sync(ctx) })
 	}
 	return n.b.errno("fsync", n.path(), err)
 }

@@ -93,6 +93,9 @@ func (o *Options) fill() {
 type session struct {
 	conn *client.Conn
 	root *client.Fid
+	// via is set for the fids of a caller the bridge does not vouch for
+	// (caller.go): the connection's session they ride on.
+	via *session
 }
 
 func (s *session) dead() bool {

@@ -46,6 +46,9 @@ func (n *node) openCached(ctx context.Context, flags uint32) (*handle, uint32, b
 	if flags&(syscall.O_ACCMODE|syscall.O_TRUNC) != syscall.O_RDONLY {
 		return nil, 0, false
 	}
+	if _, stage := stageCaller(ctx); stage {
+		return nil, 0, false // its open must reach the daemon's stage table
+	}
 	n.mu.Lock()
 	plain := n.plain
 	n.mu.Unlock()
@@ -53,7 +56,7 @@ func (n *node) openCached(ctx context.Context, flags uint32) (*handle, uint32, b
 		return nil, 0, false
 	}
 	var d *plan9.Dir
-	err := n.withFid(ctx, func(f *client.Fid, _ *session) (err error) {
+	err := n.withOwnFid(ctx, func(f *client.Fid, _ *session) (err error) {
 		d, err = f.Stat(ctx)
 		return err
 	})

@@ -157,7 +157,24 @@ func (n *node) refill(nf *client.Fid, s *session) {
 // stats either, the node walks its path afresh and op runs once more. A
 // fid that still stats means the error was real; that costs one Tstat, on
 // the failure path only.
+//
+// op runs with the fids of the caller of the FUSE request in ctx: for a
+// caller the bridge does not vouch for, fids attached on its behalf
+// (caller.go). Walks and stats, which the daemon does not guard, use
+// withOwnFid instead and skip the cost of asking who the caller is.
 func (n *node) withFid(ctx context.Context, op func(f *client.Fid, s *session) error) error {
+	if pid, ok := stageCaller(ctx); ok {
+		s, err := n.b.session(ctx)
+		if err != nil {
+			return err
+		}
+		return n.withCallerFid(ctx, s, pid, op)
+	}
+	return n.withOwnFid(ctx, op)
+}
+
+// withOwnFid runs op with the node's own fid, the user's.
+func (n *node) withOwnFid(ctx context.Context, op func(f *client.Fid, s *session) error) error {
 	s, err := n.b.session(ctx)
 	if err != nil {
 		return err

@@ -125,7 +125,7 @@ func (h *handle) live() *client.Fid {
 	h.mu.Lock()
 	f, s := h.fid, h.sess
 	h.mu.Unlock()
-	if s != nil && !s.dead() && s == h.n.b.cur.Load() {
+	if cur := h.n.b.cur.Load(); s != nil && !s.dead() && (s == cur || s.via == cur) {
 		return f
 	}
 	return nil

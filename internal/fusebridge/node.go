@@ -123,7 +123,7 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 // lookup returns the error too, so a dead connection can be retried.
 func (n *node) lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno, error) {
 	var ino *fs.Inode
-	err := n.withFid(ctx, func(pf *client.Fid, s *session) error {
+	err := n.withOwnFid(ctx, func(pf *client.Fid, s *session) error {
 		f, err := pf.Walk(ctx, name)
 		if err != nil {
 			return err
@@ -170,7 +170,7 @@ func (n *node) stat1(ctx context.Context, fh fs.FileHandle) (*plan9.Dir, error) 
 		}
 	}
 	var d *plan9.Dir
-	err := n.withFid(ctx, func(f *client.Fid, _ *session) (err error) {
+	err := n.withOwnFid(ctx, func(f *client.Fid, _ *session) (err error) {
 		d, err = f.Stat(ctx)
 		return err
 	})

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 
 	"9fans.net/go/plan9"
+
+	"ollie.dev/ollie/internal/tree"
 )
 
 // conn is one 9P conversation.
@@ -29,6 +31,7 @@ type conn struct {
 	msize atomic.Uint32 // negotiated by Tversion; read by pending requests
 
 	fids map[uint32]*fid
+	who  *tree.Principal // the peer; nil for the daemon's user (guard.go)
 	req  request
 	obuf []byte
 
@@ -42,6 +45,10 @@ type conn struct {
 	// pending are the requests running in goroutines, and the Tflushes
 	// waiting for them, by tag.
 	pending map[uint16]*pending
+	// running counts the requests in goroutines, and pendingBytes their
+	// buffers: at most MaxPending and MaxPendingBytes but for clunks and
+	// removes (limits.go).
+	running, pendingBytes int
 }
 
 var errTooLong = errors.New("message longer than msize")
@@ -112,13 +119,32 @@ func (c *conn) next() (msg []byte, big *[]byte, err error) {
 		}
 		return msg, nil, err
 	}
-	big = getBuf(int(n))
-	msg = (*big)[:n]
-	if _, err := io.ReadFull(c.in, msg); err != nil {
+	big = getBuf(0)
+	msg, err = readGrowing(c.in, (*big)[:0], int(n))
+	*big = msg[:0]
+	if err != nil {
 		putBuf(big)
 		return nil, nil, err
 	}
 	return msg, big, nil
+}
+
+// readGrowing reads n bytes into b, growing it at most to twice what has
+// arrived: a size field promising msize and then nothing costs inSize,
+// not msize. A pooled buffer big enough already is not grown at all.
+func readGrowing(r io.Reader, b []byte, n int) ([]byte, error) {
+	for len(b) < n {
+		k := min(n-len(b), max(len(b), inSize))
+		if cap(b) < len(b)+k {
+			b = append(make([]byte, 0, len(b)+k), b...) // exactly: append would round up
+		}
+		got, err := io.ReadFull(r, b[len(b):len(b)+k])
+		b = b[:len(b)+got]
+		if err != nil {
+			return b, err
+		}
+	}
+	return b, nil
 }
 
 // flushOut writes the replies of the requests served inline.
@@ -187,7 +213,11 @@ func (c *conn) dispatch(r *request, big *[]byte) (kept bool) {
 	var f *fid
 	switch r.typ {
 	case plan9.Tversion, plan9.Tauth, plan9.Tattach, plan9.Twalk:
-		c.obuf = c.serveConn(r, c.obuf)
+		if err := c.fidLimit(r); err != nil {
+			c.obuf = rerror(c.obuf, r.tag, err.Error(), c.msize.Load())
+		} else {
+			c.obuf = c.serveConn(r, c.obuf)
+		}
 		return false
 	case plan9.Tclunk, plan9.Tremove:
 		// The fid is gone for the requests that follow; the table's
@@ -206,10 +236,15 @@ func (c *conn) dispatch(r *request, big *[]byte) (kept bool) {
 		c.obuf = c.run(context.Background(), r, f, c.obuf)
 		return false
 	}
+	cost, err := c.admit(r)
+	if err != nil {
+		c.obuf = rerror(c.obuf, r.tag, err.Error(), c.msize.Load())
+		return false
+	}
 	if r.typ != plan9.Tclunk && r.typ != plan9.Tremove {
 		f.refs.Add(1)
 	}
-	c.start(r, f, big)
+	c.start(r, f, big, cost)
 	return big != nil
 }
 

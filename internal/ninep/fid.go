@@ -31,8 +31,9 @@ type fid struct {
 	// running in a goroutine on the fid. The last to drop closes the open
 	// handle, as a clunk must, but not under a request still using it.
 	refs  atomic.Int32
-	uname string // immutable
-	aname string
+	uname string          // immutable
+	aname string          // immutable
+	who   *tree.Principal // who walked it (guard.go); immutable
 
 	// mu guards what follows: the requests of a fid may run concurrently,
 	// and a Tcreate or a Topen in a goroutine changes what the reader's
@@ -41,7 +42,6 @@ type fid struct {
 	path   []tree.Node // root first; the fid's file last
 	qid    plan9.Qid
 	omode  int         // open mode, -1 if not open
-	prompt tree.Prompt // what the open file promises
 	h      tree.Handle // set while open, for files
 	dir    []plan9.Dir // snapshot for reads of an open directory
 	dirOff int64       // the offset the next directory read must be at (or 0)
@@ -49,8 +49,8 @@ type fid struct {
 	rclose bool        // ORCLOSE: remove at clunk
 }
 
-func newFid(uname string, path []tree.Node, qid plan9.Qid) *fid {
-	f := &fid{uname: uname, path: path, qid: qid, omode: -1}
+func newFid(uname string, who *tree.Principal, path []tree.Node, qid plan9.Qid) *fid {
+	f := &fid{uname: uname, who: who, path: path, qid: qid, omode: -1}
 	f.refs.Store(1)
 	return f
 }
@@ -156,18 +156,22 @@ func (c *conn) attach(r *request, b []byte) ([]byte, error) {
 		return b, errDuplicateFid
 	}
 	c.srv.Stats.Ops[opAttach].Add(1)
-	st, err := c.attachRoot(r.aname)
+	who, err := c.attachWho(r.aname)
+	var st plan9.Dir
+	if err == nil {
+		st, err = c.attachRoot(r.aname)
+	}
 	if err != nil {
 		c.srv.Stats.Ops[opClunk].Add(1) // the fid made and dropped, as srv9p counted
 		return b, err
 	}
-	c.fids[r.fid] = newFid(r.uname, []tree.Node{c.srv.root}, st.Qid)
+	c.fids[r.fid] = newFid(r.uname, who, []tree.Node{c.srv.root}, st.Qid)
 	start := len(b)
 	return finish(putQid(putHdr(b, plan9.Rattach, r.tag), st.Qid), start), nil
 }
 
 func (c *conn) attachRoot(aname string) (plan9.Dir, error) {
-	if aname != "" && aname != "/" {
+	if aname != "" && aname != "/" && !strings.HasPrefix(aname, pidAname) {
 		return plan9.Dir{}, errs.E(errs.NotExist, "unknown attach name "+aname)
 	}
 	return c.srv.root.Stat()

@@ -138,10 +138,14 @@ func (c *conn) stat(r *request, f *fid, b []byte) ([]byte, error) {
 func (c *conn) remove(ctx context.Context, f *fid) error {
 	c.srv.Stats.Ops[opRemove].Add(1)
 	f.mu.Lock()
-	n, root := f.path[len(f.path)-1], len(f.path) == 1
+	path := f.path
+	n, root := path[len(path)-1], len(path) == 1
 	f.mu.Unlock()
 	if root {
 		return errs.E(errs.Permission, "cannot remove the root")
+	}
+	if err := c.guard(f, path, tree.OpRemove); err != nil {
+		return err
 	}
 	rm, ok := n.(tree.Remover)
 	if !ok {

@@ -50,11 +50,22 @@ type decoder struct {
 	bad bool
 }
 
+// zeros stands in for an integer field past the end of the message.
+var zeros [8]byte
+
+// n takes the next k bytes. Past the end it takes nothing and allocates
+// nothing, whatever k a hostile count or length field says: an integer
+// field reads as zero and a string or data field as empty, and the
+// message is malformed. Everything n returns aliases the message, which
+// next bounded by msize.
 func (d *decoder) n(k int) []byte {
-	if len(d.b) < k {
+	if k < 0 || len(d.b) < k {
 		d.bad = true
 		d.b = nil
-		return make([]byte, k)
+		if k <= len(zeros) && k >= 0 {
+			return zeros[:k]
+		}
+		return nil
 	}
 	p := d.b[:k]
 	d.b = d.b[k:]

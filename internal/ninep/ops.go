@@ -17,25 +17,26 @@ var (
 	errNotOpenWrite  = errors.New("not open for write")
 )
 
-// prompt reports whether r, a request on f, cannot block, so that the
-// reader serves it itself. Stat never blocks (tree.Node); opens, reads
-// and closes do not when the file says so (tree.Prompter); a directory's
-// reads come from the snapshot taken at open. Writes, creates, removes
-// and wstats always get a goroutine.
+// prompt reports whether r, a request on f, finishes at once, so that
+// the reader serves it itself. Stat never blocks (tree.Node); an open, or
+// the reads and close of an open handle, do when their type says so
+// (tree.OpensAtOnce, tree.Immediate); a directory's reads come from the
+// snapshot taken at open. Writes, creates, removes and wstats always get
+// a goroutine.
 func (c *conn) prompt(r *request, f *fid) bool {
 	switch r.typ {
 	case plan9.Tstat:
 		return true
 	case plan9.Topen:
-		return tree.PromptOf(f.node(), r.mode)&tree.PromptOpen != 0
+		return tree.OpensAtOnce(f.node(), r.mode)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	switch r.typ {
 	case plan9.Tread:
-		return f.h == nil || f.prompt&tree.PromptRead != 0
+		return f.h == nil || tree.Immediate(f.h)
 	case plan9.Tclunk:
-		return !f.rclose && (f.h == nil || f.prompt&tree.PromptClose != 0)
+		return !f.rclose && (f.h == nil || tree.Immediate(f.h))
 	}
 	return false
 }
@@ -106,13 +107,17 @@ func allowed(st plan9.Dir, mode uint8) error {
 
 func (c *conn) open(ctx context.Context, r *request, f *fid, b []byte) ([]byte, error) {
 	f.mu.Lock()
-	omode, qid, n := f.omode, f.qid, f.path[len(f.path)-1]
+	omode, qid, path := f.omode, f.qid, f.path
 	f.mu.Unlock()
+	n := path[len(path)-1]
 	switch {
 	case omode != -1:
 		return b, errDuplicateOpen
 	case qid.Type&plan9.QTDIR != 0 && r.mode&^plan9.ORCLOSE != plan9.OREAD:
 		return b, errIsDir
+	}
+	if err := c.guardOpen(f, path, r.mode); err != nil {
+		return b, err
 	}
 	c.srv.Stats.Ops[opOpen].Add(1)
 	st, err := n.Stat()
@@ -146,7 +151,6 @@ func (c *conn) open(ctx context.Context, r *request, f *fid, b []byte) ([]byte, 
 	}
 	f.omode, f.qid, f.h, f.dir = int(r.mode), st.Qid, h, dir // the version may have moved since the walk
 	f.rclose = r.mode&plan9.ORCLOSE != 0
-	f.prompt = tree.PromptOf(n, r.mode)
 	f.mu.Unlock()
 	return rqid(b, plan9.Ropen, r.tag, st.Qid), nil
 }
@@ -162,6 +166,9 @@ func (c *conn) create(ctx context.Context, r *request, f *fid, b []byte) ([]byte
 		return b, errCreateNonDir
 	}
 	c.srv.Stats.Ops[opCreate].Add(1)
+	if err := c.guard(f, path, tree.OpCreate); err != nil {
+		return b, err
+	}
 	cr, ok := path[len(path)-1].(tree.Creator)
 	if !ok {
 		return b, errs.E(errs.Permission, "cannot create "+quote(r.name)+" here")
@@ -179,7 +186,6 @@ func (c *conn) create(ctx context.Context, r *request, f *fid, b []byte) ([]byte
 			f.path = append(path[:len(path):len(path)], n)
 			f.omode, f.qid, f.h = int(r.mode), st.Qid, h
 			f.rclose = r.mode&plan9.ORCLOSE != 0
-			f.prompt = tree.PromptOf(n, r.mode)
 			f.dir = nil
 			if h == nil {
 				f.dir = []plan9.Dir{} // a new directory is empty

@@ -14,12 +14,13 @@ type pending struct {
 	big     *[]byte // the message, when it came in a buffer of its own
 	ctx     context.Context
 	cancel  context.CancelFunc // nil for a Tflush
+	cost    int                // what admit reserved for it
 	flushes []*pending         // Tflushes of this request; guarded by conn.mu
 }
 
-// start runs r in a goroutine of its own.
-func (c *conn) start(r *request, f *fid, big *[]byte) {
-	p := &pending{req: *r, f: f, big: big}
+// start runs r, admitted at cost, in a goroutine of its own.
+func (c *conn) start(r *request, f *fid, big *[]byte, cost int) {
+	p := &pending{req: *r, f: f, big: big, cost: cost}
 	p.req.wname = nil // never a Twalk
 	if big == nil && p.req.data != nil {
 		p.req.data = append([]byte(nil), r.data...) // it aliases the input buffer
@@ -51,6 +52,8 @@ func (c *conn) reply(p *pending, b []byte) {
 	defer c.wmu.Unlock()
 	c.mu.Lock()
 	b = c.retireLocked(p, b)
+	c.running--
+	c.pendingBytes -= p.cost
 	c.mu.Unlock()
 	c.writeLocked(b)
 }

@@ -13,7 +13,8 @@
 // from buffers it reuses: 1.96 and 1.41 times (medians of ten runs of
 // ollie bench).
 //
-// What may block is for the tree to say (tree.Prompter): a read of
+// What may block is for the tree to say (tree.OpensAtOnce and
+// tree.Immediate, which go by type): a read of
 // statewait blocks until flushed, an open of models asks the network, a
 // write syncs to disk. Those run in goroutines, with a context that a
 // Tflush cancels. The behaviour is srv9p's, error texts included (errs
@@ -21,8 +22,11 @@
 // (srv9p took the unopened mode for OEXEC and read nothing); a message of
 // an unknown type, or malformed, is answered with an error instead of
 // ending the conversation; a reply too big for msize becomes an error
-// instead of being dropped; and the requests still running when the
-// connection ends are cancelled.
+// instead of being dropped; the requests still running when the
+// connection ends are cancelled; and a connection's fids and outstanding
+// requests are limited (limits.go), so that what a client can make the
+// server hold is bounded, as is every allocation a message causes (by
+// msize and by what arrived).
 //
 // Per-fid state (the walked path, the open handle, a directory snapshot)
 // lives on the fid; per-file state lives on the nodes.
@@ -48,6 +52,13 @@ type Server struct {
 	// Log, if set, receives one line per connection error.
 	Log   *log.Logger
 	Trace io.Writer // protocol trace, for debugging
+
+	// Guard decides what a stage may do (see guard.go); with none, a
+	// stage may only walk and stat. Resolve says who a process is, for
+	// attaches on behalf of a caller ("pid=N"); nil means the user.
+	// Both are set before serving and never change.
+	Guard   tree.Guard
+	Resolve func(pid int) *tree.Principal
 }
 
 // DefaultMsize lets a read or write move 128 KiB in one message: as much
@@ -68,6 +79,10 @@ const inSize = 16 * 1024
 // the client breaks the protocol. Requests still running then are
 // cancelled, as if flushed, and every fid is clunked.
 func (s *Server) ServeConn(in io.ReadCloser, out io.WriteCloser) {
+	s.serveConn(in, out, nil)
+}
+
+func (s *Server) serveConn(in io.ReadCloser, out io.WriteCloser, who *tree.Principal) {
 	msize := s.Msize
 	if msize == 0 {
 		msize = DefaultMsize
@@ -80,6 +95,7 @@ func (s *Server) ServeConn(in io.ReadCloser, out io.WriteCloser) {
 		out:     out,
 		fids:    map[uint32]*fid{},
 		pending: map[uint16]*pending{},
+		who:     who,
 	}
 	c.msize.Store(msize)
 	c.serve()

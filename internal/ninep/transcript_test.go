@@ -155,7 +155,7 @@ func readFcall(r io.Reader) (*plan9.Fcall, error) {
 //	ctl    accepts "ping", fails anything else
 //	block  a read blocks until flushed
 //	d/     an on-disk directory holding f ("data"), everything allowed
-func testTree(t *testing.T) tree.Dir {
+func testTree(t testing.TB) tree.Dir {
 	fs := &tree.FS{Qids: tree.NewQids(), Uid: "glenda", Mtime: 1000}
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("data"), 0644); err != nil {

@@ -57,7 +57,7 @@ func (c *conn) walk(r *request, b []byte) ([]byte, error) {
 		f.path, f.qid = path, qid
 		f.mu.Unlock()
 	} else {
-		c.fids[r.newfid] = newFid(f.uname, path, qid)
+		c.fids[r.newfid] = newFid(f.uname, f.who, path, qid)
 	}
 	binary.LittleEndian.PutUint16(b[start+hdrSize:], uint16(nq))
 	return finish(b, start), nil

@@ -19,27 +19,24 @@ var (
 	errWstatDMDIR = errors.New("wstat cannot change DMDIR bit")
 )
 
-// truncater is a handle that serves a wstat of length itself, so a
-// truncate through an open file (what FUSE sends for O_TRUNC) reaches it.
-type truncater interface{ Truncate(size int64) error }
-
-// syncer is a handle that can report, on a null wstat (the 9P fsync), an
-// error it would otherwise only discover at clunk, when no one can hear it.
-type syncer interface{ Sync() error }
-
-// wstat serves Twstat. One that changes nothing is a sync.
+// wstat serves Twstat. One that changes nothing is a sync (tree.Syncer);
+// a length goes to the open handle if it truncates (tree.Truncater).
 func (c *conn) wstat(ctx context.Context, r *request, f *fid) error {
 	d, err := plan9.UnmarshalDir(r.data)
 	if err != nil {
 		return err
 	}
 	f.mu.Lock()
-	h, qid, n := f.h, f.qid, f.path[len(f.path)-1]
+	h, qid, path := f.h, f.qid, f.path
 	f.mu.Unlock()
+	n := path[len(path)-1]
+	if err := c.guardWstat(f, path, d); err != nil {
+		return err
+	}
 	switch {
 	case d.IsNull():
 		c.srv.Stats.Ops[opWstat].Add(1)
-		if sy, ok := h.(syncer); ok {
+		if sy, ok := h.(tree.Syncer); ok {
 			return sy.Sync()
 		}
 		return nil
@@ -55,7 +52,7 @@ func (c *conn) wstat(ctx context.Context, r *request, f *fid) error {
 		return errWstatDMDIR
 	}
 	c.srv.Stats.Ops[opWstat].Add(1)
-	if t, ok := h.(truncater); ok && d.Length != ^uint64(0) {
+	if t, ok := h.(tree.Truncater); ok && d.Length != ^uint64(0) {
 		if err := t.Truncate(int64(d.Length)); err != nil {
 			return err
 		}

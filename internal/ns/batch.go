@@ -18,6 +18,9 @@ type Batch struct {
 	// New starts a job from a spec written to b/new (parent "") or to a
 	// session's spawn file; it applies the parent's policy and caps.
 	New func(sp batch.Spec, parent *session.Session) (*batch.Job, error)
+	// Spawn serves the spawn files of the jobs' members (nested
+	// sub-agents), as Sessions.Spawn does those of s/.
+	Spawn func(parent *session.Session, spec string) (string, error)
 }
 
 // batchDir is b/: the clone file new, the script q (from the config
@@ -96,7 +99,7 @@ func (d *jobDir) Stat() (plan9.Dir, error) { return dirStat(d.b.fs, d.base, d.j.
 
 func (d *jobDir) files() []tree.Entry {
 	fs, j := d.b.fs, d.j
-	state := &fixedQid{Synth: memText(fs, "state", func() ([]byte, error) { return []byte(j.State() + "\n"), nil }), path: d.base + 1}
+	state := &fixedQid{Synth: fs.Text("state", func() ([]byte, error) { return []byte(j.State() + "\n"), nil }), path: d.base + 1}
 	result := &fixedQid{Synth: fs.NewSynth("result", 0444, func(ctx context.Context, mode uint8) (tree.Handle, error) {
 		return &answerHandle{ask: func(ctx context.Context) ([]byte, error) {
 			if err := j.Wait(ctx.Done()); err != nil {
@@ -145,7 +148,7 @@ func (d *jobDir) sessions() *sessionsDir {
 	defer d.b.mu.Unlock()
 	v := d.b.members[d.j.ID()]
 	if v == nil {
-		v = &sessionsDir{mixedDir: mixedDir{fs: d.b.fs, block: sessionQids, qids: map[string]uint64{}}, hooks: Sessions{M: d.j.Manager()}}
+		v = &sessionsDir{mixedDir: mixedDir{fs: d.b.fs, block: sessionQids, qids: map[string]uint64{}}, hooks: Sessions{M: d.j.Manager(), Spawn: d.b.hooks.Spawn}}
 		d.b.members[d.j.ID()] = v
 	}
 	return v

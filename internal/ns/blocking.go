@@ -19,27 +19,56 @@ var (
 // answerHandle serves a blocking file whose answer is computed by a read
 // at offset 0 (which may block until ctx is done); reads further on serve
 // the rest of that answer. Reading at 0 again asks again.
+//
+// Asks are serialized (ask may keep state, as popHandle's does), but by a
+// token that a read waits for with its context, never by a lock held
+// across ask: a second read at 0 waiting behind a blocked one is flushed
+// at once.
 type answerHandle struct {
 	ask func(ctx context.Context) ([]byte, error)
 
-	mu   sync.Mutex
+	mu   sync.Mutex // guards turn and last; never held across ask
+	turn chan struct{}
 	last []byte
 }
 
 func (h *answerHandle) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	if off == 0 {
+		turn := h.token()
+		select {
+		case turn <- struct{}{}:
+		case <-ctx.Done():
+			return 0, errs.E(errs.Interrupted)
+		}
 		b, err := h.ask(ctx)
+		if err == nil {
+			h.mu.Lock()
+			h.last = b
+			h.mu.Unlock()
+		}
+		<-turn
 		if err != nil {
 			return 0, err
 		}
-		h.last = b
+		return copy(p, b), nil
 	}
-	if off >= int64(len(h.last)) {
+	h.mu.Lock()
+	last := h.last
+	h.mu.Unlock()
+	if off >= int64(len(last)) {
 		return 0, nil
 	}
-	return copy(p, h.last[off:]), nil
+	return copy(p, last[off:]), nil
+}
+
+// token returns the channel whose one slot is the right to ask.
+func (h *answerHandle) token() chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.turn == nil {
+		h.turn = make(chan struct{}, 1)
+	}
+	return h.turn
 }
 
 func (h *answerHandle) WriteAt(context.Context, []byte, int64) (int, error) { return 0, errReadOnly }

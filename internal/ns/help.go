@@ -27,5 +27,7 @@ func renderHelp(root *tree.StaticDir) []byte {
 	for _, r := range rows {
 		fmt.Fprintf(&b, "%-*s  %-9s  %s\n", w, r.Path, r.Mode, r.Doc)
 	}
+	b.WriteString("\n")
+	b.WriteString(stageHelp())
 	return []byte(b.String())
 }

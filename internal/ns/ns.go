@@ -53,6 +53,7 @@ type Counter struct {
 type NS struct {
 	Root  *tree.StaticDir
 	FS    *tree.FS
+	Guard tree.Guard // what a stage may do (stage.go)
 	roots []*os.Root
 }
 
@@ -80,7 +81,7 @@ var diskDirs = []struct {
 		tree.DiskPolicy{Create: true, Mkdir: true, Write: true, Remove: true, Rename: true, Exec: true, Sync: true, Atomic: true}},
 	{"u", "r, exec", "Utility scripts composed from the primitives here (u/optimize ...).", false,
 		tree.DiskPolicy{Exec: true}},
-	{"x", "r, exec", "Plugins the daemon itself invokes (x/elevate, x/prime).", false,
+	{"x", "r, exec", "Plugins: executables of yours for hooks to call (none ship; the daemon runs none by itself).", false,
 		tree.DiskPolicy{Exec: true}},
 	{"m", "rw", "Memory notes; persistent, outside any session.", true,
 		tree.DiskPolicy{Create: true, Mkdir: true, Write: true, Remove: true, Rename: true, Sync: true, Atomic: true}},
@@ -109,9 +110,9 @@ func Build(o Options) (*NS, error) {
 	// the first read and kept: rendering it is most of the cost of a cat.
 	help := sync.OnceValue(func() []byte { return renderHelp(root) })
 	root.Add(tree.Entry{Name: "help", Mode: "r", Doc: "How to use the tree (this file), generated from the tables that define it.",
-		Node: memText(fs, "help", func() ([]byte, error) { return help(), nil })})
+		Node: fs.Text("help", func() ([]byte, error) { return help(), nil })})
 	root.Add(tree.Entry{Name: "backends", Mode: "r", Doc: "One line per backend: name kind base-url default-model (never keys).",
-		Node: memText(fs, "backends", func() ([]byte, error) { return renderBackends(c.Backends), nil })})
+		Node: fs.Text("backends", func() ([]byte, error) { return renderBackends(c.Backends), nil })})
 	for _, d := range diskDirs {
 		base := c.ConfigDir
 		if d.data {
@@ -161,14 +162,19 @@ func Build(o Options) (*NS, error) {
 			n.Close()
 			return nil, err
 		}
+		bh := *o.Batch
+		if bh.Spawn == nil && o.Sessions != nil {
+			bh.Spawn = o.Sessions.Spawn
+		}
 		root.Add(tree.Entry{Name: "b", Mode: "dir", Doc: "Batch jobs: fork-join of ephemeral sessions.",
-			Node: newBatchDir(fs, *o.Batch, scripts)})
+			Node: newBatchDir(fs, bh, scripts)})
 	}
 	for _, e := range o.Extra {
 		root.Add(e)
 	}
 	root.Add(tree.Entry{Name: "stats", Mode: "r", Doc: "Daemon counters, one file each.", Node: statsDir(fs, o)})
 	n.Root = root
+	n.Guard = newStageGuard(root)
 	return n, nil
 }
 
@@ -219,23 +225,15 @@ func validAgent(name string, data []byte) error {
 func statsDir(fs *tree.FS, o Options) *tree.StaticDir {
 	d := fs.NewDir("stats", 0555)
 	d.Add(tree.Entry{Name: "uptime", Mode: "r", Doc: "Seconds since the daemon started.",
-		Node: memText(fs, "uptime", func() ([]byte, error) {
+		Node: fs.Text("uptime", func() ([]byte, error) {
 			return fmt.Appendf(nil, "%d\n", int(time.Since(o.Start).Seconds())), nil
 		})})
 	for _, c := range o.Counters {
 		c := c
 		d.Add(tree.Entry{Name: c.Name, Mode: "r", Doc: c.Doc,
-			Node: memText(fs, c.Name, func() ([]byte, error) { return []byte(c.Read()), nil })})
+			Node: fs.Text(c.Name, func() ([]byte, error) { return []byte(c.Read()), nil })})
 	}
 	return d
-}
-
-// memText is a text file rendered from memory: its open is prompt too
-// (tree.Prompter), so the 9P server serves it without a goroutine.
-func memText(fs *tree.FS, name string, render func() ([]byte, error)) *tree.Synth {
-	t := fs.Text(name, render)
-	t.Prompts |= tree.PromptOpen
-	return t
 }
 
 var _ tree.Dir = (*tree.StaticDir)(nil)

@@ -38,7 +38,7 @@ func activity(s *session.Session) uint32 {
 	if fi, err := os.Stat(s.ChatPath()); err == nil {
 		return uint32(fi.ModTime().Unix())
 	}
-	return uint32(s.Meta().Created.Unix())
+	return uint32(s.Summary().Meta.Created.Unix()) // a stat must not wait for the session's lock
 }
 
 // askPath is the qid of a session's ask/ directory: the last of its block.
@@ -89,12 +89,15 @@ type fileSpec struct {
 	perm plan9.Perm
 	mode string // for help
 	doc  string
-	// prompt says which of read and close finish at once (tree.Prompter).
-	// Opens never do: each checks under the session's lock that the
-	// session is still there, and a Submit holds that lock across the
-	// fsync of a prompt. Nor does a read that takes it.
-	prompt tree.Prompt
-	open   func(d *sessionDir, mode uint8) (tree.Handle, error)
+	// open makes the handle, in a goroutine of the 9P server: it may take
+	// the session's lock. The handle's reads are served in the server's
+	// reader only if it is one of tree's (tree.Immediate), such as a
+	// Snapshot rendered here.
+	open func(d *sessionDir, mode uint8) (tree.Handle, error)
+	// openCtx, instead of open, is an open that waits for something
+	// outside the daemon (the network): it gets the open's context,
+	// which a Tflush (Ctrl-C of the reader) cancels.
+	openCtx func(ctx context.Context, d *sessionDir, mode uint8) (tree.Handle, error)
 	// stat, if set, fills in length and version.
 	stat func(s *session.Session, st *plan9.Dir)
 }
@@ -120,10 +123,11 @@ func (f *sessFile) Open(ctx context.Context, mode uint8) (tree.Handle, error) {
 	if f.d.s.Removed() {
 		return nil, errs.E(errs.NotExist, "session ended")
 	}
+	if f.spec.openCtx != nil {
+		return f.spec.openCtx(ctx, f.d, mode)
+	}
 	return f.spec.open(f.d, mode)
 }
-
-func (f *sessFile) Prompt(uint8) tree.Prompt { return f.spec.prompt }
 
 // Remove of a file in a session does nothing: rm -r s/<id> removes the
 // files before the directory, and removing the directory ends the session.

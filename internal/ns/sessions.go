@@ -40,7 +40,7 @@ func newSessionsDir(fs *tree.FS, h Sessions, scripts *tree.DiskDir) *sessionsDir
 		{Name: "new", Mode: "rw", Doc: "Clone file: write key=value settings (cwd required; name agent backend model), read the id back on the same fid.",
 			Node: fs.NewSynth("new", 0666, d.openNew)},
 		{Name: "idx", Mode: "r", Doc: "One line per session: id state agent backend model cwd (tab-separated).",
-			Node: memText(fs, "idx", d.renderIdx)},
+			Node: fs.Text("idx", d.renderIdx)},
 	}
 	return d
 }
@@ -62,7 +62,7 @@ func (d *sessionsDir) sessionNode(s *session.Session, name string) *sessionDir {
 func (d *sessionsDir) List() ([]plan9.Dir, error) {
 	out := d.listFixed()
 	for _, s := range d.hooks.M.List() {
-		name := s.Name()
+		name := s.Summary().Meta.Name
 		if name == "" {
 			name = s.ID()
 		}
@@ -88,9 +88,11 @@ func (d *sessionsDir) Help() []tree.HelpRow {
 func (d *sessionsDir) renderIdx() ([]byte, error) {
 	var b strings.Builder
 	for _, s := range d.hooks.M.List() {
-		m := s.Meta()
-		st, _ := s.State()
-		fmt.Fprintf(&b, "%s\t%s\t%s\t%s\t%s\t%s\n", s.ID(), st, m.Agent, dash(m.Backend), dash(m.Model), m.Cwd)
+		// The summary, not Meta and State: those take the session's
+		// lock, which a Submit holds across an fsync.
+		sum := s.Summary()
+		m := sum.Meta
+		fmt.Fprintf(&b, "%s\t%s\t%s\t%s\t%s\t%s\n", s.ID(), sum.State, m.Agent, dash(m.Backend), dash(m.Model), m.Cwd)
 	}
 	return []byte(b.String()), nil
 }

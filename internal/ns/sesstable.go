@@ -17,10 +17,10 @@ import (
 // sessionTable defines the files of every session directory: walk, stat,
 // listing and help all come from it.
 var sessionTable = []fileSpec{
-	{name: "prompt", perm: 0222, mode: "w", prompt: tree.PromptRead,
+	{name: "prompt", perm: 0222, mode: "w",
 		doc:  "Write a prompt: one open-write-close is one prompt, however it is written. Queued if a turn runs. When the close returns it is on disk and state is no longer idle.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return newMsg(promptMsg, d.s.Submit), nil }},
-	{name: "chat", perm: plan9.DMAPPEND | 0444, mode: "r", prompt: tree.PromptRead | tree.PromptClose,
+	{name: "chat", perm: plan9.DMAPPEND | 0444, mode: "r",
 		doc:  "The conversation, append-only: user:, assistant:, -> tool calls, :: info, error: lines. tail -f follows it.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return openFileHandle(d.s.ChatPath()) },
 		stat: func(s *session.Session, st *plan9.Dir) {
@@ -28,28 +28,28 @@ var sessionTable = []fileSpec{
 			st.Mtime = activity(s)
 			st.Atime = st.Mtime
 		}},
-	{name: "reply", perm: 0444, mode: "r", prompt: tree.PromptRead | tree.PromptClose,
+	{name: "reply", perm: 0444, mode: "r",
 		doc:  "The last complete assistant reply only.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(d.s.ReplyText()) }},
-	{name: "state", perm: 0444, mode: "r", prompt: tree.PromptRead | tree.PromptClose,
+	{name: "state", perm: 0444, mode: "r",
 		doc: "idle, running, calling execute_code, compacting, waiting, asking or error.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) {
 			st, _ := d.s.State()
 			return text([]byte(string(st) + "\n"))
 		},
 		stat: func(s *session.Session, st *plan9.Dir) { st.Qid.Vers = s.StateVersion() }},
-	{name: "statewait", perm: 0444, mode: "r", prompt: tree.PromptClose,
+	{name: "statewait", perm: 0444, mode: "r",
 		doc:  "Blocks until the state differs from the one at open, then returns it; read again at 0 for the next change.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return statewaitHandle(d.s), nil }},
-	{name: "wait", perm: 0444, mode: "r", prompt: tree.PromptClose,
+	{name: "wait", perm: 0444, mode: "r",
 		doc:  "Blocks until the session is idle with an empty queue; returns the state and the last turn's error.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return waitHandle(d.s), nil }},
-	{name: "events", perm: 0444, mode: "r", prompt: tree.PromptClose,
+	{name: "events", perm: 0444, mode: "r",
 		doc: "JSON lines with a seq number: state changes, tool calls, usage, compaction, errors. Reads block at the end.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) {
 			return &followHandle{s: d.s, path: d.s.EventsPath()}, nil
 		}},
-	{name: "ctl", perm: 0222, mode: "w", prompt: tree.PromptRead,
+	{name: "ctl", perm: 0222, mode: "w",
 		doc: "Commands, a line each, applied and answered on each write: stop kill compact clear save resume, rn NAME, model NAME, backend NAME, agent NAME.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) {
 			return &ctlHandle{run: d.ctl}, nil
@@ -59,45 +59,45 @@ var sessionTable = []fileSpec{
 		open: func(d *sessionDir, mode uint8) (tree.Handle, error) {
 			return newSettings(cfgMsg, func() []byte { return renderKV(d.s.Cfg()) }, d.setCfg), nil
 		}},
-	{name: "context", perm: 0444, mode: "r", prompt: tree.PromptRead | tree.PromptClose,
+	{name: "context", perm: 0444, mode: "r",
 		doc:  "The message history as sent to the model, JSON lines.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return openFileHandle(d.s.ContextPath()) }},
-	{name: "systemprompt", perm: 0444, mode: "r", prompt: tree.PromptRead | tree.PromptClose,
+	{name: "systemprompt", perm: 0444, mode: "r",
 		doc:  "The rendered system prompt exactly as last sent.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(d.s.SystemPrompt()) }},
-	{name: "usage", perm: 0444, mode: "r", prompt: tree.PromptRead | tree.PromptClose,
+	{name: "usage", perm: 0444, mode: "r",
 		doc:  "Token counts: input output cache_read cache_write requests (estimated when not reported).",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(renderUsage(d.s.Usage())) }},
-	{name: "cost", perm: 0444, mode: "r", prompt: tree.PromptRead | tree.PromptClose,
+	{name: "cost", perm: 0444, mode: "r",
 		doc:  "USD for the last turn and the whole session.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(renderCost(d.s.Usage())) }},
-	{name: "ctxsz", perm: 0444, mode: "r", prompt: tree.PromptRead | tree.PromptClose,
+	{name: "ctxsz", perm: 0444, mode: "r",
 		doc:  "Context use: tokens / window (percent).",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(renderCtxsz(d.s.Usage())) }},
-	{name: "models", perm: 0444, mode: "r", prompt: tree.PromptRead | tree.PromptClose,
-		doc:  "Models the session's backend offers (asked on open, never on stat).",
-		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return d.models() }},
+	{name: "models", perm: 0444, mode: "r",
+		doc:     "Models the session's backend offers (asked on open, never on stat).",
+		openCtx: func(ctx context.Context, d *sessionDir, _ uint8) (tree.Handle, error) { return d.models(ctx) }},
 	{name: "env", perm: 0666, mode: "rw",
 		doc: "KEY=VALUE lines for this session's tools; KEY= removes; secret values never shown.",
 		open: func(d *sessionDir, mode uint8) (tree.Handle, error) {
 			return newSettings(envMsg, func() []byte { return renderEnv(d.s.Env()) }, d.s.SetEnv), nil
 		}},
-	{name: "fifo.in", perm: 0222, mode: "w", prompt: tree.PromptRead,
+	{name: "fifo.in", perm: 0222, mode: "w",
 		doc:  "Queue a prompt for after the current turn.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return newMsg(promptMsg, d.s.Enqueue), nil }},
-	{name: "fifo.out", perm: 0444, mode: "r", prompt: tree.PromptClose,
+	{name: "fifo.out", perm: 0444, mode: "r",
 		doc:  "Consuming read: pops the next queued prompt. stat and ls do not pop.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return popHandle(d.s), nil }},
-	{name: "queue", perm: 0444, mode: "r", prompt: tree.PromptRead | tree.PromptClose,
+	{name: "queue", perm: 0444, mode: "r",
 		doc:  "The queued prompts, one JSON string a line; reading does not pop.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(renderQueue(d.s.Queue())) }},
 	{name: "plan", perm: 0666, mode: "rw",
 		doc:  "The agent's planning scratch space, kept with the session; replaced whole and atomically at close.",
 		open: func(d *sessionDir, mode uint8) (tree.Handle, error) { return openPlan(d.s, mode) }},
-	{name: "offset", perm: 0444, mode: "r", prompt: tree.PromptRead | tree.PromptClose,
+	{name: "offset", perm: 0444, mode: "r",
 		doc:  "Byte offset in chat just after the last prompt: tail -c +$((n+1)) chat is the latest answer.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text([]byte(itoa(d.s.Offset()) + "\n")) }},
-	{name: "prompt.prev", perm: 0444, mode: "r", prompt: tree.PromptRead | tree.PromptClose,
+	{name: "prompt.prev", perm: 0444, mode: "r",
 		doc:  "The last submitted prompt.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(d.s.PrevPromptText()) }},
 	{name: "spawn", perm: 0666, mode: "rw",
@@ -108,7 +108,7 @@ var sessionTable = []fileSpec{
 			}
 			return newJobClone(func(text string) (string, error) { return d.parent.hooks.Spawn(d.s, text) }), nil
 		}},
-	{name: "tail", perm: 0555, mode: "r, exec", prompt: tree.PromptRead | tree.PromptClose,
+	{name: "tail", perm: 0555, mode: "r, exec",
 		doc: "A script: tail -f of this session's chat.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) {
 			return text([]byte("#!/bin/sh\n# Follow this session's chat.\nexec tail -n +1 -f \"$(dirname \"$0\")/chat\"\n"))
@@ -123,11 +123,13 @@ func (d *sessionDir) setCfg(data []byte) error {
 	return d.s.SetCfg(kv)
 }
 
-func (d *sessionDir) models() (tree.Handle, error) {
+// models asks the backend with the open's context, so that a flush of
+// the open (Ctrl-C of the reader) cancels the request.
+func (d *sessionDir) models(ctx context.Context) (tree.Handle, error) {
 	if d.parent.hooks.Models == nil {
 		return text(nil)
 	}
-	ms, err := d.parent.hooks.Models(context.Background(), d.s)
+	ms, err := d.parent.hooks.Models(ctx, d.s)
 	if err != nil {
 		return nil, err
 	}

@@ -82,7 +82,8 @@ var notifySizes = sync.OnceValue(func() error {
 // pid 0 means the listener hung up: no program passed or ever will.
 // Within limit, a program reaches the gate or the listener hangs up; past
 // it pass returns timedOut so that the caller can make sure of it.
-func pass(l *os.File, lim config.Limits, limit int) (pid int, setup error, timedOut bool) {
+// onAdmit, if set, learns the program's process group before it runs.
+func pass(l *os.File, lim config.Limits, limit int, onAdmit func(int)) (pid int, setup error, timedOut bool) {
 	fd := int(l.Fd())
 	forked := false
 	for {
@@ -125,6 +126,8 @@ func pass(l *os.File, lim config.Limits, limit int) (pid int, setup error, timed
 		setup = admit(pid, lim)
 		if setup != nil {
 			resp.Error = -int32(unix.EPERM)
+		} else if onAdmit != nil {
+			onAdmit(pid)
 		}
 		if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SECCOMP_IOCTL_NOTIF_SEND, uintptr(unsafe.Pointer(&resp))); e != 0 && setup == nil {
 			// Killed while we were busy with it: it will not exec.

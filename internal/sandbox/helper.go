@@ -57,6 +57,10 @@ type Cmd struct {
 	Stdin   io.Reader
 	Stdout  *os.File
 	Stderr  *os.File
+	// Admit, if set, is called with the program's process group id once
+	// it exists and before the program runs (so that the daemon knows a
+	// stage by its group before the stage can ask it anything).
+	Admit func(pgid int)
 }
 
 func (pr *Prepared) spec(c Cmd) spec {
@@ -117,6 +121,11 @@ func startOneShot(c Cmd, s spec, ruleset *os.File) (*Proc, error) {
 	statusW.Close()
 	if err != nil {
 		return nil, errs.E(errs.Other, "sandbox: starting helper", err)
+	}
+	if c.Admit != nil {
+		// The helper confines itself before it execs the program, and
+		// the status pipe is read only after that.
+		c.Admit(cmd.Process.Pid)
 	}
 	msg, _ := io.ReadAll(io.LimitReader(statusR, 4096))
 	if len(msg) > 0 {

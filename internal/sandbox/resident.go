@@ -205,12 +205,12 @@ func (r *resident) start(c Cmd, s spec, ruleset *os.File) (*Proc, error) {
 		return nil, errFallback
 	}
 	setTimeout(sock, replyWait)
-	return r.finish(sock, s, in)
+	return r.finish(sock, s, in, c.Admit)
 }
 
 // finish follows a sent request to its end on the request's socket: the
 // program started, or why it did not.
-func (r *resident) finish(sock int, s spec, in *stdin) (*Proc, error) {
+func (r *resident) finish(sock int, s spec, in *stdin, admit func(int)) (*Proc, error) {
 	first, l, ok := r.await(sock)
 	switch {
 	case !ok:
@@ -220,7 +220,7 @@ func (r *resident) finish(sock int, s spec, in *stdin) (*Proc, error) {
 		in.abort()
 		return nil, helperError(first.Err) // nothing was forked
 	}
-	pid, setup := r.pass(l, s)
+	pid, setup := r.pass(l, s, admit)
 	l.Close()
 	last, _, ok := r.await(sock)
 	switch {
@@ -274,11 +274,11 @@ func (r *resident) await(sock int) (reply, *os.File, bool) {
 // pass lets one program through the gate behind l (see gate.go),
 // killing the helper if it is stuck: then its threads are gone, and the
 // gate either sees the program or hangs up.
-func (r *resident) pass(l *os.File, s spec) (int, error) {
-	pid, setup, timedOut := pass(l, s.Limits, int(replyWait/time.Millisecond))
+func (r *resident) pass(l *os.File, s spec, admit func(int)) (int, error) {
+	pid, setup, timedOut := pass(l, s.Limits, int(replyWait/time.Millisecond), admit)
 	if timedOut {
 		r.kill()
-		pid, setup, _ = pass(l, s.Limits, -1)
+		pid, setup, _ = pass(l, s.Limits, -1, admit)
 	}
 	return pid, setup
 }

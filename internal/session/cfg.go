@@ -50,6 +50,7 @@ func (s *Session) SetCfg(kv map[string]string) error {
 		return err
 	}
 	s.meta = meta
+	s.publishLocked()
 	s.eventLocked("cfg", map[string]any{"changed": keys(kv)})
 	return nil
 }
@@ -93,7 +94,7 @@ func (m *Manager) setField(meta *Meta, k, v string, busy bool) error {
 		}
 		meta.Model = v
 	case "cwd":
-		if err := checkCwd(v); err != nil {
+		if err := m.checkCwd(v); err != nil {
 			return err
 		}
 		meta.Cwd = v

@@ -35,6 +35,7 @@ func (m *Manager) load(id string) (*Session, error) {
 	if e, ok := last.Data["error"].(string); ok && last.Type == "turn_end" {
 		s.state, s.lastErr = Error, e
 	}
+	s.publishLocked() // s is not shared yet
 	return s, nil
 }
 

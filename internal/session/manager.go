@@ -18,6 +18,10 @@ import (
 type Options struct {
 	Dir   string // where session directories live (DataDir/s)
 	TrDir string // where transcripts go (DataDir/tr)
+	// TreeDir is where the tree shows these sessions, relative to its
+	// root: "s" (the default), or "b/<job>" for a job's members, which
+	// appear there by name.
+	TreeDir string
 	// Runner runs turns; nil makes every turn fail with a clear error.
 	Runner Runner
 	// DefaultAgent is the agent of a session that names none.
@@ -25,6 +29,9 @@ type Options struct {
 	// CheckAgent and CheckBackend validate names given in new or cfg.
 	CheckAgent   func(name string) error
 	CheckBackend func(name string) error
+	// CheckCwd, if set, refuses working directories a session may not
+	// have (sandbox.CheckSessionDir), beyond being an existing directory.
+	CheckCwd func(dir string) error
 	// OnStop is called when a session is stopped or killed (to stop the
 	// sub-agents it spawned).
 	OnStop func(id string)
@@ -122,6 +129,7 @@ func (m *Manager) New(sp Spec) (*Session, error) {
 		return nil, err
 	}
 	s := &Session{m: m, dir: dir, id: id, meta: meta, state: Idle, notify: newNotifier(), nextSeq: 0, unsynced: true}
+	s.publishLocked() // s is not shared yet
 	m.byID[id] = s
 	if sp.Name != "" {
 		m.byName[sp.Name] = s
@@ -137,7 +145,7 @@ func (m *Manager) checkSpec(sp *Spec) error {
 	if sp.Cwd == "" {
 		return errs.E(errs.Invalid, "cwd is required (cwd=/some/dir)")
 	}
-	if err := checkCwd(sp.Cwd); err != nil {
+	if err := m.checkCwd(sp.Cwd); err != nil {
 		return err
 	}
 	if sp.Name != "" {
@@ -217,6 +225,7 @@ func (m *Manager) Rename(key, name string) error {
 	}
 	delete(m.byName, s.meta.Name)
 	s.meta = meta
+	s.publishLocked()
 	m.byName[name] = s
 	m.notify.broadcast()
 	return nil

@@ -25,6 +25,17 @@ func checkCwd(p string) error {
 	return nil
 }
 
+// checkCwd is checkCwd and the daemon's own rules.
+func (m *Manager) checkCwd(p string) error {
+	if err := checkCwd(p); err != nil {
+		return err
+	}
+	if m.o.CheckCwd != nil {
+		return m.o.CheckCwd(p)
+	}
+	return nil
+}
+
 func checkModel(m string) error {
 	if len(m) > 200 || strings.ContainsAny(m, "\n\t\x00") {
 		return errs.E(errs.Invalid, "bad model name "+strconv.Quote(m))

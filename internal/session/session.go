@@ -48,6 +48,7 @@ type Session struct {
 	usageF    *os.File               // usage.json, kept open with the logs
 	lruElem   *list.Element          // in the manager's list of sessions with open logs
 	stateVer  atomic.Uint32
+	summary   atomic.Pointer[Summary] // see Summary; published under mu
 }
 
 // ID returns the session's id (its directory name on disk).
@@ -55,6 +56,15 @@ func (s *Session) ID() string { return s.id }
 
 // Dir returns the session's directory on disk.
 func (s *Session) Dir() string { return s.dir }
+
+// TreePath is the session's directory in the tree, relative to its root:
+// s/<id>, or b/<job>/<k> for a member of a job.
+func (s *Session) TreePath() string {
+	if d := s.m.o.TreeDir; d != "" {
+		return d + "/" + s.Name()
+	}
+	return "s/" + s.id
+}
 
 // TmpDir is the session's scratch directory for execute_code.
 func (s *Session) TmpDir() string { return filepath.Join(s.dir, "tmp") }
@@ -216,6 +226,7 @@ func (s *Session) setStateLocked(st State) {
 	}
 	s.state = st
 	s.stateVer.Add(1)
+	s.publishLocked()
 	s.eventLocked("state", map[string]any{"state": string(st)})
 }
 

@@ -78,6 +78,19 @@ func RequireFUSE(t testing.TB) {
 	}
 }
 
+// Require skips a test when the program it needs is not on PATH, or
+// fails it in CI (CI or OLLIE_REQUIRE_ALL set, as .ci/run has them), so
+// that a missing part never passes silently there.
+func Require(t testing.TB, program string) {
+	t.Helper()
+	if _, err := exec.LookPath(program); err != nil {
+		if os.Getenv("CI") != "" || os.Getenv("OLLIE_REQUIRE_ALL") != "" {
+			t.Fatalf("%s is missing (%v) and this is CI: test.sh should have installed it", program, err)
+		}
+		t.Skipf("%s is missing: %v", program, err)
+	}
+}
+
 // WriteFile writes a file under dir, making directories as needed.
 //
 // An executable is written by a child process: if this process held it

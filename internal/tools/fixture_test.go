@@ -166,8 +166,8 @@ func (f *fixture) runEnv(id string, env []string, steps ...map[string]any) call 
 		if err := os.MkdirAll(spec.Tmp, 0700); err != nil {
 			f.t.Fatal(err)
 		}
-		spec.Env = agent.ToolEnv(f.mnt, id)
-		spec.Read, spec.Write = agent.TreeGrants(f.cfg.Sandbox, f.mnt, policy, id)
+		spec.Env = agent.ToolEnv(f.mnt, "s/"+id, id)
+		spec.Read, spec.Write = agent.TreeGrants(f.cfg.Sandbox, f.mnt, policy, "s/"+id)
 	}
 	spec.Env = append(spec.Env, env...)
 	res, err := f.ex.Run(ctx, spec, args)

@@ -20,11 +20,7 @@ type Synth struct {
 	// Length, if set, reports a size for stat; it must be cheap. Synthetic
 	// files report 0 otherwise, as on Plan 9: read them to the end.
 	Length func() int64
-	// Prompts are the operations that finish at once (see Prompter).
-	// NewSynth promises none; Text, Ctl and RW promise what their
-	// handles do, and a caller whose render is prompt adds PromptOpen.
-	Prompts Prompt
-	open    Opener
+	open   Opener
 }
 
 // Opener opens a synthetic file.
@@ -45,7 +41,6 @@ func (fs *FS) Text(name string, render func() ([]byte, error)) *Synth {
 		}
 		return &Snapshot{Data: b}, nil
 	})
-	s.Prompts = PromptRead | PromptClose
 	return s
 }
 
@@ -55,7 +50,6 @@ func (fs *FS) Ctl(name string, do func(ctx context.Context, cmd []byte) error) *
 	s := fs.NewSynth(name, 0222, func(ctx context.Context, mode uint8) (Handle, error) {
 		return ctlHandle(do), nil
 	})
-	s.Prompts = PromptOpen | PromptRead | PromptClose // only writes do anything
 	return s
 }
 
@@ -73,7 +67,6 @@ func (fs *FS) RW(name string, render func() ([]byte, error), do func(ctx context
 		}
 		return h, nil
 	})
-	s.Prompts = PromptRead | PromptClose
 	return s
 }
 
