@@ -284,3 +284,13 @@ func TestLongPrompt(t *testing.T) {
 		}
 	}
 }
+
+// The plan's size is true (NAMESPACE rule 9), and a read after a commit
+// sees the new plan, not the kernel's cached pages of the old.
+func TestPlanSize(t *testing.T) {
+	e := start(t)
+	x := e.newSession()
+	e.sh(`test ! -s ` + x + `/plan; printf 'step one' > ` + x + `/plan; test -s ` + x + `/plan; test "$(stat -c %s ` + x + `/plan)" = 8`)
+	e.sh(`test "$(cat ` + x + `/plan)" = "step one"; printf 'step two!' > ` + x + `/plan; test "$(cat ` + x + `/plan)" = "step two!"`)
+	e.sh(`echo more >> ` + x + `/plan; test "$(cat ` + x + `/plan)" = "step two!more"`)
+}
