@@ -152,7 +152,7 @@ func TestNewClone(t *testing.T) {
 		{"cwd=" + dir + " backend=nosuch", "no backend"},
 		{"cwd=" + dir + " colour=red", "unknown key"},
 		{"garbage", "key=value"},
-		{"\x00\xff", "key=value"},
+		{"\x00\xff", "not UTF-8"},
 	} {
 		err := write(fsys, "s/new", []byte(bad.spec))
 		if err == nil || !strings.Contains(err.Error(), bad.want) {

@@ -59,10 +59,13 @@ func (f *fid) node() tree.Node {
 	return f.path[len(f.path)-1]
 }
 
-// drop drops a reference to f; the last one clunks it.
-func (c *conn) drop(f *fid) {
+// drop drops a reference to f; the last one clunks it and returns the
+// error of closing its handle: a message file commits at close, and a
+// Tclunk answers with that error (NAMESPACE rule 1). A close that happens
+// later, when a request still running on the fid ends, can tell no one.
+func (c *conn) drop(f *fid) error {
 	if f.refs.Add(-1) != 0 {
-		return
+		return nil
 	}
 	// Counted here, as fids that ended: walks minus clunks is what the
 	// connection holds.
@@ -71,14 +74,16 @@ func (c *conn) drop(f *fid) {
 	h, rclose, n := f.h, f.rclose, f.path[len(f.path)-1]
 	f.h = nil
 	f.mu.Unlock()
+	var err error
 	if h != nil {
-		h.Close()
+		err = h.Close()
 	}
 	if rclose {
 		if r, ok := n.(tree.Remover); ok {
 			r.Remove(context.Background())
 		}
 	}
+	return err
 }
 
 // serveConn serves the requests that make fids: Tversion, Tauth, Tattach

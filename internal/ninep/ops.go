@@ -62,8 +62,10 @@ func (c *conn) run(ctx context.Context, r *request, f *fid, b []byte) []byte {
 			b = empty(b, plan9.Rwstat, r.tag)
 		}
 	case plan9.Tclunk:
-		c.drop(f)
-		b = empty(b, plan9.Rclunk, r.tag)
+		// The fid is gone even when the close fails (clunk(5)).
+		if err = c.drop(f); err == nil {
+			b = empty(b, plan9.Rclunk, r.tag)
+		}
 	case plan9.Tremove:
 		err = c.remove(ctx, f)
 		c.drop(f)

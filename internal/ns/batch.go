@@ -40,8 +40,8 @@ func newBatchDir(fs *tree.FS, h Batch, scripts *tree.DiskDir) *batchDir {
 }
 
 // cloneHandle makes a job from a spec; parent is the spawning session.
-func (d *batchDir) cloneHandle(parent *session.Session) *jobClone {
-	return &jobClone{make: func(text string) (string, error) {
+func (d *batchDir) cloneHandle(parent *session.Session) *cloneFile {
+	return newJobClone(func(text string) (string, error) {
 		sp, err := batch.ParseSpec(text, ParseJobKV)
 		if err != nil {
 			return "", err
@@ -51,7 +51,7 @@ func (d *batchDir) cloneHandle(parent *session.Session) *jobClone {
 			return "", err
 		}
 		return j.ID(), nil
-	}}
+	})
 }
 
 func (d *batchDir) Walk(name string) (tree.Node, error) {

@@ -9,7 +9,9 @@ import "ollie.dev/ollie/internal/tree"
 // silently stop being called.
 var (
 	_ tree.Truncater = (*rwText)(nil)
+	_ tree.Syncer    = (*rwText)(nil)
 	_ tree.Truncater = (*planHandle)(nil)
+	_ tree.Syncer    = (*planHandle)(nil)
 	_ tree.Syncer    = (*msgHandle)(nil)
-	_ tree.Syncer    = (*jobClone)(nil)
+	_ tree.Syncer    = (*cloneFile)(nil)
 )

@@ -2,7 +2,6 @@ package ns
 
 import (
 	"context"
-	"log"
 	"strings"
 	"sync"
 
@@ -10,82 +9,90 @@ import (
 	"ollie.dev/ollie/internal/errs"
 )
 
-// jobClone is an open of b/new or of a session's spawn file. A spec is
-// normally one write, and its error comes back on that write. It may also
-// arrive in several writes: a shell's printf per line, or a big prompt in
-// pieces that each fill a whole 9P message. Those are kept until the spec
-// has its --- line and a short write ends a line; else the read of the id,
-// an fsync or the close makes the job.
-type jobClone struct {
-	make func(text string) (string, error)
-	mu   sync.Mutex
+// cloneFile is an open of a clone file (s/new, b/new, a session's spawn):
+// the spec written is one message (msgwrite.go), and what it makes (a
+// session, a job) is made at its commit: the close, an fsync, or the
+// first read of the same fid, which then returns the new id.
+type cloneFile struct {
+	make     func(spec string) (string, error)
+	template string // what a read returns before anything was made
+
+	mu   sync.Mutex // taken before msg's
+	msg  *msgHandle
 	id   string
-	wend int64  // offset just past the write that made the job
-	buf  []byte // a spec arriving in several writes
-	at   int64  // offset just past the last write
+	err  error // why the last spec made nothing: reads say so
+	n    int64 // bytes written, accepted
+	wend int64 // offset just past the spec that made id
 }
 
-func (h *jobClone) ReadAt(_ context.Context, p []byte, off int64) (int, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	// A spec that never completed is made now: the reader learns why it
-	// fails rather than getting the template back.
-	if err := h.makeLocked(); err != nil {
-		return 0, err
-	}
-	return cloneRead(p, off, h.id, h.wend, "agent=\nmodel=\nbackend=\ncwd=\nparallel=1\n---\nPROMPT\n"), nil
+func newClone(spec *msgSpec, template string, make func(string) (string, error)) *cloneFile {
+	c := &cloneFile{make: make, template: template}
+	c.msg = newMsg(spec, c.made)
+	return c
 }
 
-func (h *jobClone) WriteAt(_ context.Context, p []byte, off int64) (int, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.id != "" {
-		return 0, errs.E(errs.Invalid, "this open already made job "+h.id+"; open new again for another")
-	}
-	// A spec may come in several writes (a shell's printf per line): it is
-	// complete once it has its --- line and a write ends a line without
-	// filling a whole 9P message.
-	h.buf = append(h.buf, p...)
-	h.at = off + int64(len(p))
-	text := string(h.buf)
-	complete := len(p) < fullChunk && strings.HasSuffix(text, "\n") &&
-		(strings.Contains(text, "\n---\n") || strings.HasPrefix(text, "---\n"))
-	if !complete && len(h.buf) < maxSpec {
-		if err := h.checkHead(text); err != nil {
-			h.buf = nil
-			return 0, err
-		}
-		return len(p), nil
-	}
-	if err := h.makeLocked(); err != nil {
-		return 0, err
-	}
-	return len(p), nil
-}
-
-// makeLocked makes the job from the spec held so far, if there is one
-// and no job was made yet.
-func (h *jobClone) makeLocked() error {
-	if h.id != "" || len(h.buf) == 0 {
-		return nil
-	}
-	text := string(h.buf)
-	h.buf = nil
-	id, err := h.make(text)
+// made is the commit of the spec: it runs under c.mu.
+func (c *cloneFile) made(spec string) error {
+	id, err := c.make(spec)
 	if err != nil {
+		c.err = err
 		return err
 	}
-	h.id, h.wend = id, h.at
+	c.id, c.wend = id, c.n
 	return nil
 }
 
-// checkHead fails early on settings lines that are wrong already, so a
-// garbled spec is reported on its write, not held back.
-func (h *jobClone) checkHead(text string) error {
-	if strings.Contains(text, "\n---\n") || strings.HasPrefix(text, "---\n") {
-		return nil
+func (c *cloneFile) ReadAt(_ context.Context, p []byte, off int64) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// A spec written on this fid is made now: the reader learns its id,
+	// or why it failed, rather than getting the template back.
+	if err := c.msg.Sync(); err != nil {
+		return 0, err
 	}
-	done := text[:strings.LastIndex(text, "\n")+1]
+	if c.id == "" && c.err != nil {
+		// The spec was committed by a close (a shell's `printf ... >&3`
+		// closes its dup of 3) whose error no one heard: the read of
+		// the id says it.
+		return 0, c.err
+	}
+	return cloneRead(p, off, c.id, c.wend, c.template), nil
+}
+
+func (c *cloneFile) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.id != "" {
+		return 0, errs.E(errs.Invalid, "this open already made "+c.id+"; open new again for another")
+	}
+	c.err = nil
+	n, err := c.msg.WriteAt(ctx, p, off)
+	c.n += int64(n)
+	return n, err
+}
+
+func (c *cloneFile) Sync() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.msg.Sync()
+}
+
+func (c *cloneFile) Close() error { return c.Sync() }
+
+// specMsg frames a job spec (b/new, spawn): settings lines, a line ---,
+// then the prompt. The settings are checked as their lines arrive.
+var specMsg = &msgSpec{what: "job spec", max: maxSpec, lines: checkHead}
+
+const jobTemplate = "agent=\nmodel=\nbackend=\ncwd=\nparallel=1\n---\nPROMPT\n"
+
+func newJobClone(make func(string) (string, error)) *cloneFile {
+	return newClone(specMsg, jobTemplate, make)
+}
+
+// checkHead fails early on settings lines that are wrong already (done
+// is the complete lines received so far), so a garbled spec is reported
+// on its write, not at close.
+func checkHead(done string) error {
 	for _, line := range strings.Split(done, "\n") {
 		if line == "---" {
 			return nil
@@ -97,15 +104,8 @@ func (h *jobClone) checkHead(text string) error {
 	return nil
 }
 
-// maxSpec bounds a job spec held back waiting for its end.
+// maxSpec bounds a job spec.
 const maxSpec = 4 << 20
-
-// Sync makes a held-back spec take effect, or fail, now (fsync).
-func (h *jobClone) Sync() error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.makeLocked()
-}
 
 // cloneRead serves a read of a clone file: the template of what to write
 // until something was made, then its id. The id can be read at offset 0,
@@ -123,13 +123,4 @@ func cloneRead(p []byte, off int64, id string, wend int64, template string) int 
 		return 0
 	}
 	return copy(p, text[off:])
-}
-
-// Close starts a spec that never ended a line (printf without \n); its
-// error can only go to the log.
-func (h *jobClone) Close() error {
-	if err := h.Sync(); err != nil {
-		log.Printf("job spec at close: %v", err)
-	}
-	return nil
 }

@@ -1,10 +1,13 @@
 package ns
 
 import (
+	"context"
 	"regexp"
 	"strings"
+	"sync"
 
 	"ollie.dev/ollie/internal/errs"
+	"ollie.dev/ollie/internal/session"
 )
 
 // parseKV reads key=value settings: one per line, or several on a line
@@ -71,3 +74,70 @@ func renderKV(pairs [][2]string) []byte {
 	}
 	return []byte(b.String())
 }
+
+// rwText is an open of a settings file (cfg, env, ask/N): what is
+// written is one message (msgwrite.go), applied all or nothing by write at
+// its commit; reads see the settings as they were at the first read (at
+// offset 0). spec, if nil, is textMsg.
+type rwText struct {
+	render func() []byte
+	write  func([]byte) error
+	spec   *msgSpec
+
+	mu   sync.Mutex // taken before msg's
+	msg  *msgHandle
+	snap []byte
+}
+
+func newSettings(spec *msgSpec, render func() []byte, apply func([]byte) error) *rwText {
+	return &rwText{render: render, write: apply, spec: spec}
+}
+
+var (
+	cfgMsg = &msgSpec{what: "cfg", max: 64 << 10,
+		lines: func(done string) error { _, err := parseKV(done, session.CfgKeys); return err }}
+	envMsg  = &msgSpec{what: "env", max: 64 << 10}
+	textMsg = &msgSpec{what: "text", max: 64 << 10}
+)
+
+func (h *rwText) ReadAt(_ context.Context, p []byte, off int64) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if off == 0 || h.snap == nil {
+		h.snap = h.render()
+	}
+	if off >= int64(len(h.snap)) {
+		return 0, nil
+	}
+	return copy(p, h.snap[off:]), nil
+}
+
+func (h *rwText) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.msg == nil {
+		spec := h.spec
+		if spec == nil {
+			spec = textMsg
+		}
+		h.msg = newMsg(spec, func(m string) error { return h.write([]byte(m)) })
+	}
+	return h.msg.WriteAt(ctx, p, off)
+}
+
+// Truncate (O_TRUNC) changes nothing: settings are changed by writing
+// some, never emptied.
+func (h *rwText) Truncate(int64) error { return nil }
+
+// Sync applies what was written since the last commit.
+func (h *rwText) Sync() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.msg == nil {
+		return nil
+	}
+	h.snap = nil
+	return h.msg.Sync()
+}
+
+func (h *rwText) Close() error { return h.Sync() }

@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 
 	"9fans.net/go/plan9"
 
-	"ollie.dev/ollie/internal/errs"
 	"ollie.dev/ollie/internal/session"
 	"ollie.dev/ollie/internal/tree"
 )
@@ -106,42 +104,24 @@ func dash(s string) string {
 	return s
 }
 
-// cloneHandle is an open of s/new: a write creates a session, and a read
-// at offset 0 then returns its id; before any write it returns a template.
-type cloneHandle struct {
-	d    *sessionsDir
-	mu   sync.Mutex
-	id   string
-	wend int64
-}
-
+// openNew opens s/new: the settings written are one message, and the
+// session is made at its commit (close, fsync, or a read of the same fid,
+// which then returns the id); before any write a read returns a template.
 func (d *sessionsDir) openNew(ctx context.Context, mode uint8) (tree.Handle, error) {
-	return &cloneHandle{d: d}, nil
+	return newClone(newSessionMsg, "cwd=\nname=\nagent=\nbackend=\nmodel=\n", func(text string) (string, error) {
+		kv, err := parseKV(text, SessionKeys)
+		if err != nil {
+			return "", err
+		}
+		s, err := d.hooks.M.New(session.Spec{Cwd: kv["cwd"], Name: kv["name"], Agent: kv["agent"], Backend: kv["backend"], Model: kv["model"]})
+		if err != nil {
+			return "", err
+		}
+		return s.ID(), nil
+	}), nil
 }
 
-func (h *cloneHandle) ReadAt(_ context.Context, p []byte, off int64) (int, error) {
-	h.mu.Lock()
-	id, wend := h.id, h.wend
-	h.mu.Unlock()
-	return cloneRead(p, off, id, wend, "cwd=\nname=\nagent=\nbackend=\nmodel=\n"), nil
-}
-
-func (h *cloneHandle) WriteAt(_ context.Context, p []byte, off int64) (int, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.id != "" {
-		return 0, errs.E(errs.Invalid, "this open of new already made session "+h.id+"; open new again for another")
-	}
-	kv, err := parseKV(string(p), SessionKeys)
-	if err != nil {
-		return 0, err
-	}
-	s, err := h.d.hooks.M.New(session.Spec{Cwd: kv["cwd"], Name: kv["name"], Agent: kv["agent"], Backend: kv["backend"], Model: kv["model"]})
-	if err != nil {
-		return 0, err
-	}
-	h.id, h.wend = s.ID(), off+int64(len(p))
-	return len(p), nil
-}
-
-func (h *cloneHandle) Close() error { return nil }
+// newSessionMsg frames the settings written to s/new: each line is checked
+// as it arrives.
+var newSessionMsg = &msgSpec{what: "session settings", max: 64 << 10,
+	lines: func(done string) error { _, err := parseKV(done, SessionKeys); return err }}

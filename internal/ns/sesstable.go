@@ -18,8 +18,8 @@ import (
 // listing and help all come from it.
 var sessionTable = []fileSpec{
 	{name: "prompt", perm: 0222, mode: "w",
-		doc:  "Write a prompt, in one write (bash's echo writes line by line: use cat for several lines). Queued if a turn runs. When the write returns it is on disk and state is no longer idle.",
-		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return &msgHandle{submit: d.s.Submit}, nil }},
+		doc:  "Write a prompt: one open-write-close is one prompt, however it is written. Queued if a turn runs. When the close returns it is on disk and state is no longer idle.",
+		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return newMsg(promptMsg, d.s.Submit), nil }},
 	{name: "chat", perm: plan9.DMAPPEND | 0444, mode: "r",
 		doc:  "The conversation, append-only: user:, assistant:, -> tool calls, :: info, error: lines. tail -f follows it.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return openFileHandle(d.s.ChatPath()) },
@@ -50,14 +50,14 @@ var sessionTable = []fileSpec{
 			return &followHandle{s: d.s, path: d.s.EventsPath()}, nil
 		}},
 	{name: "ctl", perm: 0222, mode: "w",
-		doc: "Commands: stop kill compact clear save resume, rn NAME, model NAME, backend NAME, agent NAME.",
+		doc: "Commands, a line each, applied and answered on each write: stop kill compact clear save resume, rn NAME, model NAME, backend NAME, agent NAME.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) {
-			return &msgHandle{submit: func(cmd string) error { return d.ctl(cmd) }}, nil
+			return &ctlHandle{run: d.ctl}, nil
 		}},
 	{name: "cfg", perm: 0666, mode: "rw",
 		doc: "key=value settings; write some to change them (state, id, name read-only).",
 		open: func(d *sessionDir, mode uint8) (tree.Handle, error) {
-			return &rwText{render: func() []byte { return renderKV(d.s.Cfg()) }, write: d.setCfg}, nil
+			return newSettings(cfgMsg, func() []byte { return renderKV(d.s.Cfg()) }, d.setCfg), nil
 		}},
 	{name: "context", perm: 0444, mode: "r",
 		doc:  "The message history as sent to the model, JSON lines.",
@@ -80,11 +80,11 @@ var sessionTable = []fileSpec{
 	{name: "env", perm: 0666, mode: "rw",
 		doc: "KEY=VALUE lines for this session's tools; KEY= removes; secret values never shown.",
 		open: func(d *sessionDir, mode uint8) (tree.Handle, error) {
-			return &rwText{render: func() []byte { return renderEnv(d.s.Env()) }, write: d.s.SetEnv}, nil
+			return newSettings(envMsg, func() []byte { return renderEnv(d.s.Env()) }, d.s.SetEnv), nil
 		}},
 	{name: "fifo.in", perm: 0222, mode: "w",
 		doc:  "Queue a prompt for after the current turn.",
-		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return &msgHandle{submit: d.s.Enqueue}, nil }},
+		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return newMsg(promptMsg, d.s.Enqueue), nil }},
 	{name: "fifo.out", perm: 0444, mode: "r",
 		doc:  "Consuming read: pops the next queued prompt. stat and ls do not pop.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return popHandle(d.s), nil }},
@@ -92,8 +92,9 @@ var sessionTable = []fileSpec{
 		doc:  "The queued prompts, one JSON string a line; reading does not pop.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(renderQueue(d.s.Queue())) }},
 	{name: "plan", perm: 0666, mode: "rw",
-		doc:  "The agent's planning scratch space, kept with the session.",
-		open: func(d *sessionDir, mode uint8) (tree.Handle, error) { return openPlan(d.s, mode) }},
+		doc:  "The agent's planning scratch space, kept with the session; replaced whole and atomically at close.",
+		open: func(d *sessionDir, mode uint8) (tree.Handle, error) { return openPlan(d.s, mode) },
+		stat: statPlan},
 	{name: "offset", perm: 0444, mode: "r",
 		doc:  "Byte offset in chat just after the last prompt: tail -c +$((n+1)) chat is the latest answer.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text([]byte(itoa(d.s.Offset()) + "\n")) }},
@@ -106,7 +107,7 @@ var sessionTable = []fileSpec{
 			if d.parent.hooks.Spawn == nil {
 				return nil, errs.E(errs.Unsupported, "sub-agents are not available here")
 			}
-			return &jobClone{make: func(text string) (string, error) { return d.parent.hooks.Spawn(d.s, text) }}, nil
+			return newJobClone(func(text string) (string, error) { return d.parent.hooks.Spawn(d.s, text) }), nil
 		}},
 	{name: "tail", perm: 0555, mode: "r, exec",
 		doc: "A script: tail -f of this session's chat.",
@@ -204,86 +205,5 @@ func popHandle(s *session.Session) tree.Handle {
 		return popped, nil
 	}}
 }
-
-// rwText is a read-write settings file: reads see a snapshot taken at the
-// first read; each write applies at once, all or nothing.
-type rwText struct {
-	render func() []byte
-	write  func([]byte) error
-	snap   []byte
-}
-
-func (h *rwText) ReadAt(_ context.Context, p []byte, off int64) (int, error) {
-	if off == 0 || h.snap == nil {
-		h.snap = h.render()
-	}
-	if off >= int64(len(h.snap)) {
-		return 0, nil
-	}
-	return copy(p, h.snap[off:]), nil
-}
-
-func (h *rwText) WriteAt(_ context.Context, p []byte, off int64) (int, error) {
-	if err := h.write(p); err != nil {
-		return 0, err
-	}
-	h.snap = nil
-	return len(p), nil
-}
-
-func (h *rwText) Truncate(int64) error { return nil } // settings are changed by writes, not emptied
-func (h *rwText) Close() error         { return nil }
-
-// planHandle edits the plan as a whole: each write lands on disk before it
-// returns.
-type planHandle struct {
-	s   *session.Session
-	buf []byte
-}
-
-func openPlan(s *session.Session, mode uint8) (tree.Handle, error) {
-	h := &planHandle{s: s}
-	if mode&plan9.OTRUNC == 0 {
-		h.buf = s.Plan()
-	} else if err := s.SetPlan(nil); err != nil {
-		return nil, err
-	}
-	return h, nil
-}
-
-func (h *planHandle) ReadAt(_ context.Context, p []byte, off int64) (int, error) {
-	if off >= int64(len(h.buf)) {
-		return 0, nil
-	}
-	return copy(p, h.buf[off:]), nil
-}
-
-func (h *planHandle) WriteAt(_ context.Context, p []byte, off int64) (int, error) {
-	end := off + int64(len(p))
-	if end > 256<<10 {
-		return 0, errs.E(errs.TooLarge, "plan over 256 KiB")
-	}
-	next := make([]byte, max(int64(len(h.buf)), end))
-	copy(next, h.buf)
-	copy(next[off:], p)
-	if err := h.s.SetPlan(next); err != nil {
-		return 0, err
-	}
-	h.buf = next
-	return len(p), nil
-}
-
-func (h *planHandle) Truncate(size int64) error {
-	if size > int64(len(h.buf)) {
-		return errs.E(errs.Invalid, "cannot extend the plan by truncating")
-	}
-	if err := h.s.SetPlan(h.buf[:size]); err != nil {
-		return err
-	}
-	h.buf = h.buf[:size]
-	return nil
-}
-
-func (h *planHandle) Close() error { return nil }
 
 var _ = os.ErrNotExist

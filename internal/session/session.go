@@ -137,6 +137,10 @@ func (s *Session) Changed() <-chan struct{} {
 	return s.notify.wait()
 }
 
+// PlanPath is the plan on disk, which SetPlan replaces whole: a stat of
+// it is the plan's length and version, with no lock.
+func (s *Session) PlanPath() string { return filepath.Join(s.dir, "plan") }
+
 // SetPlan replaces the plan, durably.
 func (s *Session) SetPlan(b []byte) error {
 	if len(b) > maxPlan {

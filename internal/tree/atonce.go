@@ -54,7 +54,7 @@ func Immediate(h Handle) bool {
 		return true
 	case *diskHandle:
 		// A pread and a close(2) of a local file, with no lock. (A
-		// validHandle is not one: its reads take the lock its writes
+		// rewriteHandle is not one: its reads take the lock its commits
 		// hold across an fsync.)
 		return true
 	}

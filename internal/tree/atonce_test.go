@@ -59,7 +59,8 @@ func TestImmediate(t *testing.T) {
 		{"rw", open(rw, plan9.ORDWR), true},
 		{"ctl", open(ctl, plan9.OWRITE), true},
 		{"disk file", open(pf, plan9.ORDWR), true},
-		{"validated file", open(vf, plan9.OREAD), false}, // its reads wait for a write's fsync
+		{"validated file read", open(vf, plan9.OREAD), true},     // a pread, as of any disk file
+		{"validated file written", open(vf, plan9.ORDWR), false}, // its reads wait for a commit's fsync
 		{"embedded snapshot", &slowSnapshot{}, false},
 	} {
 		if got := Immediate(c.h); got != c.want {

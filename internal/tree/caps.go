@@ -25,6 +25,6 @@ type Syncer interface {
 var (
 	_ Truncater = (*diskHandle)(nil)
 	_ Syncer    = (*diskHandle)(nil)
-	_ Truncater = (*validHandle)(nil)
-	_ Syncer    = (*validHandle)(nil)
+	_ Truncater = (*rewriteHandle)(nil)
+	_ Syncer    = (*rewriteHandle)(nil)
 )

@@ -26,6 +26,10 @@ type DiskPolicy struct {
 	Rename bool
 	Exec   bool // files are programs: created 0755 and shown executable
 	Sync   bool // fsync each write before acknowledging it
+	// Atomic: a file opened for writing is rewritten whole at the commit
+	// (close or fsync), atomically and durably, never truncated at open
+	// (rewrite.go). Sync is then implied.
+	Atomic bool
 	// Validate, if set, checks the whole content of a file before it
 	// replaces the file on disk; the write that makes content invalid
 	// fails and changes nothing. Returning an error that wraps
@@ -237,13 +241,21 @@ func (d *DiskDir) rename(oldrel, newname string) error {
 
 // syncDir makes a create, rename or remove in d durable.
 func (d *DiskDir) syncDir() {
-	if !d.pol.Sync {
-		return
+	if d.pol.Sync || d.pol.Atomic {
+		d.syncDirErr()
 	}
-	if f, err := d.root.Open(d.rel); err == nil {
-		f.Sync()
-		f.Close()
+}
+
+func (d *DiskDir) syncDirErr() error {
+	f, err := d.root.Open(d.rel)
+	if err != nil {
+		return err
 	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // diskStat converts a FileInfo to a 9P stat, masking permissions by policy.

@@ -2,7 +2,6 @@ package tree
 
 import (
 	"context"
-	"io"
 	"os"
 	"path"
 	"strconv"
@@ -43,11 +42,12 @@ func (f *DiskFile) Open(ctx context.Context, mode uint8) (Handle, error) {
 	case plan9.ORDWR:
 		flag = os.O_RDWR
 	}
-	if mode&plan9.OTRUNC != 0 && pol.Validate == nil {
+	rewrite := write && (pol.Atomic || pol.Validate != nil)
+	if mode&plan9.OTRUNC != 0 && !rewrite {
 		flag |= os.O_TRUNC
 	}
-	if pol.Validate != nil && write {
-		flag = os.O_RDWR // the handle needs the current content to validate against
+	if rewrite {
+		flag = os.O_RDONLY // the handle reads the content; the commit replaces the file
 	}
 	fh, err := f.dir.root.OpenFile(f.rel, flag, 0)
 	if err != nil {
@@ -56,21 +56,14 @@ func (f *DiskFile) Open(ctx context.Context, mode uint8) (Handle, error) {
 	return f.handle(fh, mode, false)
 }
 
+// handle makes the handle of an open (or a create) whose file is fh.
 func (f *DiskFile) handle(fh *os.File, mode uint8, created bool) (Handle, error) {
 	pol := f.dir.pol
-	if pol.Validate == nil {
-		return &diskHandle{f: fh, sync: pol.Sync}, nil
+	write := mode&3 == plan9.OWRITE || mode&3 == plan9.ORDWR || mode&plan9.OTRUNC != 0
+	if write && (pol.Atomic || pol.Validate != nil) {
+		return f.rewriter(fh, mode&plan9.OTRUNC != 0, created)
 	}
-	h := &validHandle{file: f, f: fh, created: created}
-	if mode&plan9.OTRUNC == 0 && !created {
-		b, err := io.ReadAll(fh)
-		if err != nil {
-			fh.Close()
-			return nil, diskErr(f.name, err)
-		}
-		h.buf = b
-	}
-	return h, nil
+	return &diskHandle{f: fh, sync: pol.Sync}, nil
 }
 
 func (f *DiskFile) Remove(ctx context.Context) error {

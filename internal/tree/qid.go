@@ -80,14 +80,24 @@ func (q *Qids) pathOf(fi os.FileInfo) uint64 {
 	return q.Disk(st.Dev, st.Ino)
 }
 
-// rebind makes the on-disk file fi answer to path, the qid of the file it
-// atomically replaced.
-func (q *Qids) rebind(path uint64, fi os.FileInfo) {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok || path == 0 {
+// rebind makes the on-disk file fi answer to the qid of old, the file it
+// atomically replaced; old's inode is gone, and a file that reuses its
+// number later must get a fresh qid.
+func (q *Qids) rebind(old, fi os.FileInfo) {
+	ost, ok1 := old.Sys().(*syscall.Stat_t)
+	st, ok2 := fi.Sys().(*syscall.Stat_t)
+	if !ok1 || !ok2 {
 		return
 	}
 	q.mu.Lock()
-	q.disk[devIno{st.Dev, st.Ino}] = path
-	q.mu.Unlock()
+	defer q.mu.Unlock()
+	ok, nk := devIno{ost.Dev, ost.Ino}, devIno{st.Dev, st.Ino}
+	p, found := q.disk[ok]
+	if !found {
+		return
+	}
+	if ok != nk {
+		delete(q.disk, ok)
+	}
+	q.disk[nk] = p
 }
