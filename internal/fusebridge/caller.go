@@ -53,3 +53,10 @@ func (n *node) withCallerFid(ctx context.Context, s *session, pid int, op func(f
 	}
 	return op(f, &session{conn: s.conn, root: root, via: s})
 }
+
+// current reports whether s is the live session, or rides on it (the
+// fids of a caller the bridge does not vouch for).
+func (b *bridge) current(s *session) bool {
+	cur := b.cur.Load()
+	return s != nil && (s == cur || s.via == cur)
+}

@@ -125,7 +125,7 @@ func (h *handle) live() *client.Fid {
 	h.mu.Lock()
 	f, s := h.fid, h.sess
 	h.mu.Unlock()
-	if cur := h.n.b.cur.Load(); s != nil && !s.dead() && (s == cur || s.via == cur) {
+	if s != nil && !s.dead() && h.n.b.current(s) {
 		return f
 	}
 	return nil
@@ -285,7 +285,7 @@ func (h *handle) Flush(ctx context.Context) syscall.Errno {
 	}
 	h.wrote, h.writers = nil, h.writers[:0]
 	h.mu.Unlock()
-	if f == nil || s != wrote || s.dead() || s != h.n.b.cur.Load() {
+	if f == nil || s != wrote || s.dead() || !h.n.b.current(s) {
 		return h.n.b.errno("close", h.n.path(), errLost)
 	}
 	err := f.Sync(ctx)

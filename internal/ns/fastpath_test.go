@@ -112,6 +112,10 @@ func TestIdxConcurrent(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	// The failing turns run on: let them end before the directories go.
+	for _, s := range sessions {
+		s.Wait(nil)
+	}
 	text, err := readFile(ctx, root, "s", "idx")
 	if err != nil || !strings.Contains(text, "\tm19\t") {
 		t.Errorf("idx after the writes: %q, %v", text, err)
