@@ -99,7 +99,7 @@ func pass(l *os.File, lim config.Limits, limit int) (pid int, setup error, timed
 			return 0, nil, false // hung up
 		}
 		var req seccompNotif
-		if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SECCOMP_IOCTL_NOTIF_RECV, uintptr(unsafe.Pointer(&req))); e != 0 {
+		if _, e := rawRetry(unix.SYS_IOCTL, uintptr(fd), unix.SECCOMP_IOCTL_NOTIF_RECV, uintptr(unsafe.Pointer(&req))); e != 0 {
 			// ENOENT: the caller died before we read its call; the
 			// listener will tell whether anyone is left.
 			continue
@@ -112,13 +112,13 @@ func pass(l *os.File, lim config.Limits, limit int) (pid int, setup error, timed
 			// the filter yet.
 			forked = true
 			resp.Flags = unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE
-			unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SECCOMP_IOCTL_NOTIF_SEND, uintptr(unsafe.Pointer(&resp)))
+			notifSend(fd, &resp)
 			continue
 		case req.Data.Arch != auditArch || req.Data.Nr != unix.SYS_SETPGID || uint32(req.Data.Args[1]) != gatePgid || !forked:
 			// Nothing else comes here; refuse whatever it is and keep
 			// waiting for the program.
 			resp.Error = -int32(unix.EPERM)
-			unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SECCOMP_IOCTL_NOTIF_SEND, uintptr(unsafe.Pointer(&resp)))
+			notifSend(fd, &resp)
 			continue
 		}
 		pid = int(req.Pid)
@@ -126,7 +126,7 @@ func pass(l *os.File, lim config.Limits, limit int) (pid int, setup error, timed
 		if setup != nil {
 			resp.Error = -int32(unix.EPERM)
 		}
-		if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SECCOMP_IOCTL_NOTIF_SEND, uintptr(unsafe.Pointer(&resp))); e != 0 && setup == nil {
+		if e := notifSend(fd, &resp); e != 0 && setup == nil {
 			// Killed while we were busy with it: it will not exec.
 			setup = fmt.Errorf("gate: the program died before it started")
 		}
@@ -137,11 +137,19 @@ func pass(l *os.File, lim config.Limits, limit int) (pid int, setup error, timed
 // admit makes the stopped child pid the leader of a new process group and
 // lowers its resource limits.
 func admit(pid int, lim config.Limits) error {
-	if err := unix.Setpgid(pid, pid); err != nil {
+	if err := retry(func() error { return unix.Setpgid(pid, pid) }); err != nil {
 		return fmt.Errorf("gate: setpgid: %v", err)
 	}
 	if err := setLimits(pid, lim); err != nil {
 		return err
 	}
 	return setLimit(pid, unix.RLIMIT_NPROC, uint64(lim.Procs))
+}
+
+// notifSend answers a notification. The ioctl takes the listener's lock
+// interruptibly, so a signal can make it fail with EINTR having sent
+// nothing; unanswered, the program would wait at the gate for ever.
+func notifSend(fd int, resp *seccompNotifResp) unix.Errno {
+	_, e := rawRetry(unix.SYS_IOCTL, uintptr(fd), unix.SECCOMP_IOCTL_NOTIF_SEND, uintptr(unsafe.Pointer(resp)))
+	return e
 }

@@ -58,7 +58,17 @@ func (p *Policy) Prepare(allowUnsandboxed bool) (*Prepared, error) {
 	if mode != Landlock {
 		return pr, nil
 	}
-	fd, flags, err := landlockConfig(p).NewRulesetFD(p.rules()...)
+	// go-landlock opens every path and does not retry EINTR; building
+	// the ruleset again from scratch is safe (the failed one is closed).
+	type built struct {
+		fd    int
+		flags uint32
+	}
+	b, err := retry1(func() (built, error) {
+		fd, flags, err := landlockConfig(p).NewRulesetFD(p.rules()...)
+		return built{fd, flags}, err
+	})
+	fd, flags := b.fd, b.flags
 	if err != nil {
 		return nil, errs.E(errs.Other, "sandbox: landlock ruleset", err)
 	}

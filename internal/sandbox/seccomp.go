@@ -179,7 +179,9 @@ func installSeccomp(deny []int) error {
 	}
 	f := filter(deny, false)
 	prog := unix.SockFprog{Len: uint16(len(f)), Filter: &f[0]}
-	if err := unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&prog)), 0, 0); err != nil {
+	if err := retry(func() error {
+		return unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&prog)), 0, 0)
+	}); err != nil {
 		return fmt.Errorf("seccomp: %v", err)
 	}
 	return nil
@@ -194,7 +196,7 @@ func installGatedSeccomp(deny []int) (listener int, err error) {
 	}
 	f := filter(deny, true)
 	prog := unix.SockFprog{Len: uint16(len(f)), Filter: &f[0]}
-	fd, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
+	fd, errno := rawRetry(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
 		unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, uintptr(unsafe.Pointer(&prog)))
 	if errno != 0 {
 		return -1, fmt.Errorf("seccomp: %v", errno)

@@ -174,7 +174,7 @@ func (s *server) cold(j job) {
 // seccomp filter with the gate on the calling thread, and returns the
 // gate's listener.
 func preconfine(deny []int) (listener int, err error) {
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+	if err := retry(func() error { return unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) }); err != nil {
 		return -1, fmt.Errorf("no-new-privs: %v", err)
 	}
 	if err := dropCaps(); err != nil {
