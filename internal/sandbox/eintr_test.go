@@ -30,8 +30,8 @@ func TestRetry(t *testing.T) {
 			t.Errorf("%s: got %v after %d calls, want %v after %d", tc.name, err, calls, tc.want, tc.calls)
 		}
 		calls = 0
-		v, err := retry1(func() (int, error) { return calls, f() })
-		if err != tc.want || calls != tc.calls || v != calls-1 {
+		v, err := retry1(func() (int, error) { err := f(); return calls, err })
+		if err != tc.want || calls != tc.calls || v != calls {
 			t.Errorf("%s (retry1): got %d, %v after %d calls", tc.name, v, err, calls)
 		}
 	}
