@@ -24,6 +24,10 @@ import (
 const canaryCommand = "canary"
 
 func canaryMain(args []string) int {
+	if len(args) == 2 && args[0] == "forks" {
+		n, _ := strconv.Atoi(args[1])
+		return forks(n)
+	}
 	for len(args) >= 8 {
 		var a [7]uintptr
 		for i := range a {
@@ -140,4 +144,30 @@ func runCanary(t *testing.T, tries []try, oneShot bool) {
 			t.Errorf("%s: errno %s, want %s (%v)", c.name, got[c.name], want, c.want)
 		}
 	}
+}
+
+// forks is the canary's bounded fork bomb: it forks up to n children that
+// wait to be killed, and prints how many it got and the errno that
+// stopped it. Bounded, so that a limit that does not hold cannot take
+// the machine with it.
+func forks(n int) int {
+	fmt.Println("TRIED forks")
+	got, errno := 0, syscall.Errno(0)
+	for got < n {
+		r, _, e := syscall.RawSyscall6(unix.SYS_CLONE, uintptr(unix.SIGCHLD), 0, 0, 0, 0, 0)
+		if e != 0 {
+			errno = e
+			break
+		}
+		if r == 0 {
+			// Let go of stdout, which the test reads to its end.
+			syscall.RawSyscall(unix.SYS_CLOSE_RANGE, 0, ^uintptr(0), 0)
+			for {
+				syscall.RawSyscall(unix.SYS_PAUSE, 0, 0, 0)
+			}
+		}
+		got++
+	}
+	fmt.Println("forked", got, int(errno))
+	return 0
 }

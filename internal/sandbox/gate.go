@@ -78,11 +78,12 @@ var notifySizes = sync.OnceValue(func() error {
 
 // pass waits at the gate behind listener l and lets one program through:
 // it returns the program's pid once it is the leader of its own process
-// group with limits lim, or with setup the reason it was refused instead.
+// group with limits lim, in cgroup cg (nil for none), or with setup the
+// reason it was refused instead.
 // pid 0 means the listener hung up: no program passed or ever will.
 // Within limit, a program reaches the gate or the listener hangs up; past
 // it pass returns timedOut so that the caller can make sure of it.
-func pass(l *os.File, lim config.Limits, limit int) (pid int, setup error, timedOut bool) {
+func pass(l *os.File, lim config.Limits, cg *stageCgroup, limit int) (pid int, setup error, timedOut bool) {
 	fd := int(l.Fd())
 	forked := false
 	for {
@@ -122,7 +123,7 @@ func pass(l *os.File, lim config.Limits, limit int) (pid int, setup error, timed
 			continue
 		}
 		pid = int(req.Pid)
-		setup = admit(pid, lim)
+		setup = admit(pid, lim, cg)
 		if setup != nil {
 			resp.Error = -int32(unix.EPERM)
 		}
@@ -134,13 +135,17 @@ func pass(l *os.File, lim config.Limits, limit int) (pid int, setup error, timed
 	}
 }
 
-// admit makes the stopped child pid the leader of a new process group and
-// lowers its resource limits.
-func admit(pid int, lim config.Limits) error {
+// admit makes the stopped child pid the leader of a new process group,
+// lowers its resource limits and puts it in its cgroup: all before it
+// can run, let alone fork.
+func admit(pid int, lim config.Limits, cg *stageCgroup) error {
 	if err := retry(func() error { return unix.Setpgid(pid, pid) }); err != nil {
 		return fmt.Errorf("gate: setpgid: %v", err)
 	}
 	if err := setLimits(pid, lim); err != nil {
+		return err
+	}
+	if err := cg.add(pid); err != nil {
 		return err
 	}
 	return setLimit(pid, unix.RLIMIT_NPROC, uint64(lim.Procs))

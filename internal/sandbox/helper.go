@@ -39,6 +39,10 @@ type spec struct {
 	Flags  uint32        `json:"flags,omitempty"`
 	Limits config.Limits `json:"limits"`
 	Deny   []int         `json:"deny,omitempty"`
+	// Cgroup is the stage cgroup the one-shot helper joins before it
+	// confines itself (the resident helper's programs are put in theirs
+	// at the gate).
+	Cgroup string `json:"cgroup,omitempty"`
 }
 
 // Cmd is one program to start under a prepared policy.
@@ -94,6 +98,21 @@ var fallbacks atomic.Int64
 
 // startOneShot starts c through `ollie sandbox-exec -- SPEC PATH ARGV...`.
 func startOneShot(c Cmd, s spec, ruleset *os.File) (*Proc, error) {
+	cg, err := newStageCgroup(s.Limits.Procs)
+	if err != nil {
+		return nil, errs.E(errs.Other, "sandbox: "+err.Error())
+	}
+	p, err := startHelper(c, s, ruleset, cg)
+	if err != nil {
+		cg.remove()
+	}
+	return p, err
+}
+
+func startHelper(c Cmd, s spec, ruleset *os.File, cg *stageCgroup) (*Proc, error) {
+	if cg != nil {
+		s.Cgroup = cg.dir
+	}
 	js, err := json.Marshal(s)
 	if err != nil {
 		return nil, err
@@ -125,6 +144,7 @@ func startOneShot(c Cmd, s spec, ruleset *os.File) (*Proc, error) {
 	}
 	return &Proc{Pid: cmd.Process.Pid, wait: func() (syscall.WaitStatus, error) {
 		err := cmd.Wait()
+		cg.remove()
 		if _, ok := err.(*exec.ExitError); ok || err == nil {
 			return cmd.ProcessState.Sys().(syscall.WaitStatus), nil
 		}
@@ -153,8 +173,8 @@ func execError(path string, err error) error { return fmt.Errorf("exec %s: %v", 
 // the status descriptor. With `-serve` it is the resident helper, which
 // returns when the daemon closes its socket.
 func HelperMain(args []string) int {
-	if len(args) == 1 && args[0] == serveFlag {
-		return serve()
+	if len(args) >= 1 && args[0] == serveFlag {
+		return serve(args[1:])
 	}
 	if len(args) > 0 && args[0] == "--" {
 		args = args[1:]
@@ -185,6 +205,13 @@ func HelperMain(args []string) int {
 	runtime.LockOSThread()
 	if s.Mode == Landlock {
 		syscall.CloseOnExec(rulesetFD)
+	}
+	if s.Cgroup != "" {
+		// Before anything can fork: the program and all it starts stay
+		// in the cgroup.
+		if err := (&stageCgroup{dir: s.Cgroup}).add(0); err != nil {
+			return fail(125, err)
+		}
 	}
 	if err := confine(s); err != nil {
 		return fail(125, err)

@@ -86,6 +86,9 @@ func launch(helper string) (*resident, error) {
 	}
 	ours, theirs := os.NewFile(uintptr(pair[0]), "ollie-sandbox"), os.NewFile(uintptr(pair[1]), "ollie-sandbox")
 	cmd := exec.Command(helper, HelperCommand, serveFlag)
+	if r, err := stageCgroups(); err == nil {
+		cmd.Args = append(cmd.Args, r.dir)
+	}
 	cmd.Args[0] = "ollie"
 	// The daemon's environment holds its API keys; the helper needs
 	// none of it, and each program gets its own.
@@ -196,21 +199,32 @@ func (r *resident) start(c Cmd, s spec, ruleset *os.File) (*Proc, error) {
 	if s.Mode == Landlock {
 		files = append(files, ruleset)
 	}
+	cg, err := newStageCgroup(s.Limits.Procs)
+	if err != nil {
+		unix.Close(theirs)
+		in.abort()
+		return nil, errs.E(errs.Other, "sandbox: "+err.Error())
+	}
 	req := request{Spec: s, Path: c.Path, Args: c.Args, Env: c.Env, Dir: c.Dir, Script: c.Script != nil}
 	err = r.send(req, theirs, files)
 	unix.Close(theirs)
 	in.sent()
 	if err != nil {
+		cg.remove()
 		in.abort()
 		return nil, errFallback
 	}
 	setTimeout(sock, replyWait)
-	return r.finish(sock, s, in)
+	p, err := r.finish(sock, s, in, cg)
+	if err != nil {
+		cg.remove()
+	}
+	return p, err
 }
 
 // finish follows a sent request to its end on the request's socket: the
 // program started, or why it did not.
-func (r *resident) finish(sock int, s spec, in *stdin) (*Proc, error) {
+func (r *resident) finish(sock int, s spec, in *stdin, cg *stageCgroup) (*Proc, error) {
 	first, l, ok := r.await(sock)
 	switch {
 	case !ok:
@@ -220,7 +234,7 @@ func (r *resident) finish(sock int, s spec, in *stdin) (*Proc, error) {
 		in.abort()
 		return nil, helperError(first.Err) // nothing was forked
 	}
-	pid, setup := r.pass(l, s)
+	pid, setup := r.pass(l, s, cg)
 	l.Close()
 	last, _, ok := r.await(sock)
 	switch {
@@ -249,6 +263,7 @@ func (r *resident) finish(sock int, s spec, in *stdin) (*Proc, error) {
 	in.start()
 	return &Proc{Pid: pid, wait: func() (syscall.WaitStatus, error) {
 		ws, err := reap(pid)
+		cg.remove()
 		in.wait()
 		return ws, err
 	}}, nil
@@ -274,11 +289,11 @@ func (r *resident) await(sock int) (reply, *os.File, bool) {
 // pass lets one program through the gate behind l (see gate.go),
 // killing the helper if it is stuck: then its threads are gone, and the
 // gate either sees the program or hangs up.
-func (r *resident) pass(l *os.File, s spec) (int, error) {
-	pid, setup, timedOut := pass(l, s.Limits, int(replyWait/time.Millisecond))
+func (r *resident) pass(l *os.File, s spec, cg *stageCgroup) (int, error) {
+	pid, setup, timedOut := pass(l, s.Limits, cg, int(replyWait/time.Millisecond))
 	if timedOut {
 		r.kill()
-		pid, setup, _ = pass(l, s.Limits, -1)
+		pid, setup, _ = pass(l, s.Limits, cg, -1)
 	}
 	return pid, setup
 }

@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"syscall"
@@ -71,8 +72,16 @@ type job struct {
 	fds   []int // stdin, stdout, stderr, script, ruleset
 }
 
-// serve runs the resident helper until the daemon closes its end.
-func serve() int {
+// serve runs the resident helper until the daemon closes its end. args
+// may name the daemon's directory of stage cgroups: when the daemon is
+// gone, whatever is left in them is killed, so that no stage outlives
+// it (a stage is the daemon's child, and a process cannot ask to die
+// with its parent once it is the child of another process's thread).
+func serve(args []string) int {
+	cgroups := ""
+	if len(args) == 1 && filepath.IsAbs(args[0]) {
+		cgroups = args[0]
+	}
 	// The main thread must never run a request: a locked goroutine that
 	// ends on it leaves it wedged, confined, instead of ending it.
 	runtime.LockOSThread()
@@ -98,7 +107,12 @@ func serve() int {
 			continue
 		}
 		if err != nil || n == 0 {
-			return 0 // the daemon is gone
+			// The daemon is gone, or is going: it closes this end
+			// only by exiting.
+			if cgroups != "" {
+				removeTree(cgroups)
+			}
+			return 0
 		}
 		fds := rights(oob[:oobn])
 		var req request
