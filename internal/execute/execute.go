@@ -38,6 +38,10 @@ type Options struct {
 	Helper string
 	// Sandbox holds the profiles, timeouts and limits.
 	Sandbox config.Sandbox
+	// Ports are kept from every stage whatever its profile: the daemon
+	// sets them from config.Config.StagePorts (its own TCP listeners,
+	// local backends' ports).
+	Ports sandbox.Guard
 	// Home is the user's home directory, hidden from stages by default.
 	Home string
 	// Private are ollie's own directories and files (see PrivatePaths).
@@ -142,6 +146,7 @@ func (e *Executor) Run(ctx context.Context, spec Spec, args []byte) (*Result, er
 	if err != nil {
 		return nil, err
 	}
+	pol.Guard = e.o.Ports
 	jobs, err := e.plan(a, spec)
 	if err != nil {
 		return nil, err

@@ -24,6 +24,10 @@ import (
 const canaryCommand = "canary"
 
 func canaryMain(args []string) int {
+	if len(args) == 3 && args[0] == "tcp" {
+		port, _ := strconv.Atoi(args[2])
+		return tcp(args[1], port)
+	}
 	if len(args) == 2 && args[0] == "forks" {
 		n, _ := strconv.Atoi(args[1])
 		return forks(n)
@@ -169,5 +173,29 @@ func forks(n int) int {
 		got++
 	}
 	fmt.Println("forked", got, int(errno))
+	return 0
+}
+
+// tcp is the canary's network attack on 127.0.0.1:port: "connect",
+// "bind", or "fastopen" (a TCP fast open sendto, which connects without
+// connect). It prints TRIED and the errno of the call.
+func tcp(op string, port int) int {
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		fmt.Println("socket", err)
+		return 1
+	}
+	sa := &syscall.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}}
+	fmt.Println("TRIED", op)
+	switch op {
+	case "connect":
+		err = syscall.Connect(fd, sa)
+	case "bind":
+		err = syscall.Bind(fd, sa)
+	case "fastopen":
+		err = syscall.Sendto(fd, []byte("x"), unix.MSG_FASTOPEN, sa)
+	}
+	e, _ := err.(syscall.Errno)
+	fmt.Println(op, int(e))
 	return 0
 }

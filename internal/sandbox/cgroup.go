@@ -162,21 +162,30 @@ func sweep(parent string) {
 	}
 }
 
-// A stageCgroup is one stage's cgroup.
+// A stageCgroup is where one stage goes: its own cgroup, dir, and the
+// port guard's cgroup, guard (netguard.go), unless dir is inside it;
+// either may be "".
 type stageCgroup struct {
-	dir string
-	v2  bool
+	dir   string
+	v2    bool
+	guard string
 }
 
 // newStageCgroup makes a cgroup for one stage allowing procs processes
-// (0: no limit of its own). It returns nil where there are no stage
-// cgroups.
-func newStageCgroup(procs int) (*stageCgroup, error) {
+// (0: no limit of its own), within the port guard's cgroup guard if that
+// is not "". It returns nil where there are neither.
+func newStageCgroup(procs int, guard string) (*stageCgroup, error) {
 	r, err := stageCgroups()
 	if err != nil {
-		return nil, nil
+		if guard == "" {
+			return nil, nil
+		}
+		return &stageCgroup{guard: guard}, nil
 	}
 	c := &stageCgroup{dir: filepath.Join(r.dir, "s"+strconv.FormatInt(r.n.Add(1), 10)), v2: r.v2}
+	if guard != "" && guard != r.dir {
+		c.guard = guard
+	}
 	if err := retry(func() error { return os.Mkdir(c.dir, 0o755) }); err != nil {
 		return nil, fmt.Errorf("cgroup: %v", err)
 	}
@@ -189,20 +198,25 @@ func newStageCgroup(procs int) (*stageCgroup, error) {
 	return c, nil
 }
 
-// add moves process pid (0: the caller) into the cgroup.
+// add moves process pid (0: the caller) into the cgroups.
 func (c *stageCgroup) add(pid int) error {
 	if c == nil {
 		return nil
 	}
-	if err := writeFile(filepath.Join(c.dir, "cgroup.procs"), strconv.Itoa(pid)); err != nil {
-		return fmt.Errorf("cgroup: %v", err)
+	for _, d := range []string{c.guard, c.dir} {
+		if d == "" {
+			continue
+		}
+		if err := writeFile(filepath.Join(d, "cgroup.procs"), strconv.Itoa(pid)); err != nil {
+			return fmt.Errorf("cgroup: %v", err)
+		}
 	}
 	return nil
 }
 
-// remove kills whatever is left in the cgroup and removes it.
+// remove kills whatever is left in the stage's own cgroup and removes it.
 func (c *stageCgroup) remove() {
-	if c != nil {
+	if c != nil && c.dir != "" {
 		killCgroup(c.dir, c.v2)
 		rmdir(c.dir)
 	}
@@ -220,6 +234,7 @@ func removeTree(dir string) {
 			rmdir(sub)
 		}
 	}
+	killCgroup(dir, true)
 	rmdir(dir)
 }
 

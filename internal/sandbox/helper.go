@@ -43,6 +43,7 @@ type spec struct {
 	// confines itself (the resident helper's programs are put in theirs
 	// at the gate).
 	Cgroup string `json:"cgroup,omitempty"`
+	Guard  string `json:"guard,omitempty"` // the port guard's cgroup, joined too
 }
 
 // Cmd is one program to start under a prepared policy.
@@ -67,7 +68,7 @@ func (pr *Prepared) spec(c Cmd) spec {
 	if c.Elevated {
 		return spec{Mode: Elevated}
 	}
-	return spec{Mode: pr.Mode, Flags: pr.flags, Limits: pr.Policy.Limits, Deny: pr.Policy.DenyFamilies}
+	return spec{Mode: pr.Mode, Flags: pr.flags, Limits: pr.Policy.Limits, Deny: pr.Policy.DenyFamilies, Guard: pr.guard}
 }
 
 // Start starts c under the policy in a new process group whose id is
@@ -98,7 +99,7 @@ var fallbacks atomic.Int64
 
 // startOneShot starts c through `ollie sandbox-exec -- SPEC PATH ARGV...`.
 func startOneShot(c Cmd, s spec, ruleset *os.File) (*Proc, error) {
-	cg, err := newStageCgroup(s.Limits.Procs)
+	cg, err := newStageCgroup(s.Limits.Procs, s.Guard)
 	if err != nil {
 		return nil, errs.E(errs.Other, "sandbox: "+err.Error())
 	}
@@ -111,7 +112,7 @@ func startOneShot(c Cmd, s spec, ruleset *os.File) (*Proc, error) {
 
 func startHelper(c Cmd, s spec, ruleset *os.File, cg *stageCgroup) (*Proc, error) {
 	if cg != nil {
-		s.Cgroup = cg.dir
+		s.Cgroup, s.Guard = cg.dir, cg.guard
 	}
 	js, err := json.Marshal(s)
 	if err != nil {
@@ -206,10 +207,10 @@ func HelperMain(args []string) int {
 	if s.Mode == Landlock {
 		syscall.CloseOnExec(rulesetFD)
 	}
-	if s.Cgroup != "" {
+	if s.Cgroup != "" || s.Guard != "" {
 		// Before anything can fork: the program and all it starts stay
-		// in the cgroup.
-		if err := (&stageCgroup{dir: s.Cgroup}).add(0); err != nil {
+		// in the cgroups.
+		if err := (&stageCgroup{dir: s.Cgroup, guard: s.Guard}).add(0); err != nil {
 			return fail(125, err)
 		}
 	}

@@ -10,7 +10,9 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -86,8 +88,12 @@ func launch(helper string) (*resident, error) {
 	}
 	ours, theirs := os.NewFile(uintptr(pair[0]), "ollie-sandbox"), os.NewFile(uintptr(pair[1]), "ollie-sandbox")
 	cmd := exec.Command(helper, HelperCommand, serveFlag)
+	// The stages' cgroups, which it empties when the daemon dies.
 	if r, err := stageCgroups(); err == nil {
 		cmd.Args = append(cmd.Args, r.dir)
+	}
+	if g, err := ownV2Cgroup(); err == nil {
+		cmd.Args = append(cmd.Args, filepath.Join(g, "ollie-"+strconv.Itoa(os.Getpid())))
 	}
 	cmd.Args[0] = "ollie"
 	// The daemon's environment holds its API keys; the helper needs
@@ -199,7 +205,7 @@ func (r *resident) start(c Cmd, s spec, ruleset *os.File) (*Proc, error) {
 	if s.Mode == Landlock {
 		files = append(files, ruleset)
 	}
-	cg, err := newStageCgroup(s.Limits.Procs)
+	cg, err := newStageCgroup(s.Limits.Procs, s.Guard)
 	if err != nil {
 		unix.Close(theirs)
 		in.abort()

@@ -67,6 +67,9 @@ type Policy struct {
 	// DenyFamilies are the socket address families seccomp refuses.
 	DenyFamilies []int
 	Limits       config.Limits
+	// Guard are the ports kept from every stage whatever the profile
+	// (netguard.go); the caller sets it from config.Config.StagePorts.
+	Guard Guard
 }
 
 // Net is what a policy allows of TCP. With Restrict false the network is
@@ -75,6 +78,8 @@ type Net struct {
 	Restrict bool
 	Connect  []uint16
 	Bind     []uint16
+	// BindOnly restricts binding alone, to Bind; connecting is left alone.
+	BindOnly bool
 }
 
 // devFiles are the device files a stage may read and write; the rest of

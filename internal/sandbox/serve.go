@@ -78,9 +78,11 @@ type job struct {
 // it (a stage is the daemon's child, and a process cannot ask to die
 // with its parent once it is the child of another process's thread).
 func serve(args []string) int {
-	cgroups := ""
-	if len(args) == 1 && filepath.IsAbs(args[0]) {
-		cgroups = args[0]
+	var cgroups []string
+	for _, a := range args {
+		if filepath.IsAbs(a) {
+			cgroups = append(cgroups, a)
+		}
 	}
 	// The main thread must never run a request: a locked goroutine that
 	// ends on it leaves it wedged, confined, instead of ending it.
@@ -109,8 +111,8 @@ func serve(args []string) int {
 		if err != nil || n == 0 {
 			// The daemon is gone, or is going: it closes this end
 			// only by exiting.
-			if cgroups != "" {
-				removeTree(cgroups)
+			for _, d := range cgroups {
+				removeTree(d)
 			}
 			return 0
 		}
