@@ -37,7 +37,12 @@ type cgroupRoot struct {
 	dir string
 	v2  bool
 	n   atomic.Int64 // names the next stage's cgroup
+	// spare are empty stage cgroups kept for the next stages: making and
+	// removing one costs ~130 µs a stage, reusing one a write.
+	spare chan string
 }
+
+const spareCgroups = 16
 
 var stageCgroups = sync.OnceValues(openCgroupRoot)
 
@@ -81,7 +86,7 @@ func openCgroupRoot() (*cgroupRoot, error) {
 			}
 		}
 		if err == nil {
-			return &cgroupRoot{dir: dir, v2: m.v2}, nil
+			return &cgroupRoot{dir: dir, v2: m.v2, spare: make(chan string, spareCgroups)}, nil
 		}
 		why = append(why, err.Error())
 	}
@@ -169,6 +174,7 @@ type stageCgroup struct {
 	dir   string
 	v2    bool
 	guard string
+	root  *cgroupRoot // nil in the one-shot helper
 }
 
 // newStageCgroup makes a cgroup for one stage allowing procs processes
@@ -182,18 +188,25 @@ func newStageCgroup(procs int, guard string) (*stageCgroup, error) {
 		}
 		return &stageCgroup{guard: guard}, nil
 	}
-	c := &stageCgroup{dir: filepath.Join(r.dir, "s"+strconv.FormatInt(r.n.Add(1), 10)), v2: r.v2}
+	c := &stageCgroup{v2: r.v2, root: r}
 	if guard != "" && guard != r.dir {
 		c.guard = guard
 	}
-	if err := retry(func() error { return os.Mkdir(c.dir, 0o755) }); err != nil {
-		return nil, fmt.Errorf("cgroup: %v", err)
-	}
-	if procs > 0 {
-		if err := writeFile(filepath.Join(c.dir, "pids.max"), strconv.Itoa(procs)); err != nil {
-			c.remove()
+	select {
+	case c.dir = <-r.spare:
+	default:
+		c.dir = filepath.Join(r.dir, "s"+strconv.FormatInt(r.n.Add(1), 10))
+		if err := retry(func() error { return os.Mkdir(c.dir, 0o755) }); err != nil {
 			return nil, fmt.Errorf("cgroup: %v", err)
 		}
+	}
+	max := "max"
+	if procs > 0 {
+		max = strconv.Itoa(procs)
+	}
+	if err := writeFile(filepath.Join(c.dir, "pids.max"), max); err != nil {
+		c.remove()
+		return nil, fmt.Errorf("cgroup: %v", err)
 	}
 	return c, nil
 }
@@ -214,12 +227,20 @@ func (c *stageCgroup) add(pid int) error {
 	return nil
 }
 
-// remove kills whatever is left in the stage's own cgroup and removes it.
+// remove kills whatever is left in the stage's own cgroup and removes it,
+// or keeps it for another stage once it is empty.
 func (c *stageCgroup) remove() {
-	if c != nil && c.dir != "" {
-		killCgroup(c.dir, c.v2)
-		rmdir(c.dir)
+	if c == nil || c.dir == "" {
+		return
 	}
+	if killCgroup(c.dir, c.v2) && c.root != nil {
+		select {
+		case c.root.spare <- c.dir:
+			return
+		default:
+		}
+	}
+	rmdir(c.dir)
 }
 
 // removeTree removes a daemon's directory of stage cgroups and kills
@@ -241,17 +262,21 @@ func removeTree(dir string) {
 // killCgroup kills every process in cgroup dir. cgroup.kill (v2) does it
 // at once; otherwise the members are killed one by one until none is
 // left, each through a pidfd taken before checking that the pid is still
-// a member, so that a reused pid is never signalled.
-func killCgroup(dir string, v2 bool) {
+// a member, so that a reused pid is never signalled. It reports whether
+// the cgroup was found empty at once.
+func killCgroup(dir string, v2 bool) (empty bool) {
+	if b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs")); err == nil && len(b) == 0 {
+		return true
+	}
 	if v2 && writeFile(filepath.Join(dir, "cgroup.kill"), "1") == nil {
-		return
+		return false
 	}
 	rel := "/" + filepath.Base(filepath.Dir(dir)) + "/" + filepath.Base(dir)
 	for range 1000 {
 		b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
 		pids := strings.Fields(string(b))
 		if err != nil || len(pids) == 0 {
-			return
+			return false
 		}
 		for _, p := range pids {
 			pid, _ := strconv.Atoi(p)
@@ -265,6 +290,7 @@ func killCgroup(dir string, v2 bool) {
 			unix.Close(fd)
 		}
 	}
+	return false
 }
 
 // rmdir removes a cgroup; processes killed a moment ago may still be
