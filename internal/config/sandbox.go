@@ -100,9 +100,15 @@ const (
 
 var defaultLimits = Limits{Procs: 4096, MemoryMB: 8192, FileMB: 1024, Files: 4096}
 
-// BuiltinProfiles returns the profiles every configuration has: workspace
-// (the default: read the system, read-write cwd, network), readonly (cwd
-// read-only) and offline (no network).
+// BuiltinProfiles returns the profiles every configuration has, with
+// their network policies:
+//   - workspace, the default: read the system, read-write cwd, and TCP and
+//     UDP egress to any port but those of StagePorts, since `go get`, `npm
+//     install` and `git fetch` are the work;
+//   - readonly: cwd read-only, the same network;
+//   - offline: no IP socket at all.
+//
+// No built-in profile has unix sockets.
 func BuiltinProfiles() map[string]Profile {
 	ws := Profile{System: true, Cwd: AccessRW, Network: true, Limits: defaultLimits}
 	ro, off := ws, ws

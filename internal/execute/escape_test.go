@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"ollie.dev/ollie/internal/sandbox"
 )
 
 // attempt is a bash snippet that tries one way out of the sandbox. It
@@ -285,4 +287,50 @@ func TestProfiles(t *testing.T) {
 	f.wantDenied("readonly cwd", eacces, attempt("echo x > written"))
 	res = f.run(steps(bash("echo scratch > $TMPDIR/x && cat $TMPDIR/x")))
 	f.wantOK(res, "scratch\n")
+}
+
+// TestEscapeDaemonPorts: a stage under the default profile, which has the
+// network, cannot connect to or bind the daemon's TCP port, nor bind a
+// local backend's port while it is free (it would catch the key sent with
+// the next request), and can still connect elsewhere.
+func TestEscapeDaemonPorts(t *testing.T) {
+	requirePython(t)
+	f := newFixture(t)
+	serve := func() (net.Listener, string) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				c.Close()
+			}
+		}()
+		return l, strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	}
+	_, daemon := serve()
+	_, other := serve()
+	l, backend := serve()
+	l.Close() // the backend is down, its port free
+	port := func(s string) uint16 { n, _ := strconv.Atoi(s); return uint16(n) }
+	f.ports = sandbox.Guard{Connect: []uint16{port(daemon)}, Bind: []uint16{port(backend)}}
+	sock := func(op, p string) string {
+		return python + ` -c '
+import socket
+s = socket.socket()
+print("` + op + `", flush=True)
+s.` + op + `(("127.0.0.1", ` + p + `))'`
+	}
+	f.wantDenied("connect to the daemon's port", eperm, attempt(sock("connect", daemon)))
+	f.wantDenied("bind the daemon's port", eperm, attempt(sock("bind", daemon)))
+	f.wantDenied("bind a backend's free port", eperm, attempt(sock("bind", backend)))
+	res := f.run(steps(attempt(sock("connect", other))))
+	if out := string(res.Output); out != "TRIED\nconnect\nESCAPED\n" {
+		t.Errorf("connect to another port: %s", res)
+	}
 }

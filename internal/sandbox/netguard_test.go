@@ -79,3 +79,27 @@ func TestPortGuard(t *testing.T) {
 		}
 	}
 }
+
+func TestNarrowBind(t *testing.T) {
+	g := Guard{Connect: []uint16{5640}, Bind: []uint16{11434}}
+	for _, tc := range []struct {
+		name string
+		net  Net
+		want Net
+	}{
+		{"tcp left alone", Net{}, Net{Restrict: true, BindOnly: true, Bind: []uint16{0}}},
+		{"own bind list", Net{Restrict: true, Connect: []uint16{443}, Bind: []uint16{8080, 11434, 5640}},
+			Net{Restrict: true, Connect: []uint16{443}, Bind: []uint16{8080}}},
+		{"only guarded ports", Net{Restrict: true, Bind: []uint16{11434}}, Net{Restrict: true, Bind: []uint16{0}}},
+		{"no network", Net{Restrict: true}, Net{Restrict: true}},
+	} {
+		p := &Policy{Net: tc.net, Guard: g}
+		got := narrowBind(p).Net
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%s: got %+v, want %+v", tc.name, got, tc.want)
+		}
+		if fmt.Sprint(p.Net) != fmt.Sprint(tc.net) {
+			t.Errorf("%s: the policy itself changed", tc.name)
+		}
+	}
+}

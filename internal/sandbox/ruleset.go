@@ -68,19 +68,26 @@ func (pr *Prepared) guardPorts() (*Policy, error) {
 		return nil, errs.E(errs.Unsupported, fmt.Sprintf("sandbox: cannot keep stages from ports %v (%v); "+
 			"run the daemon as root on cgroup v2, or use a profile without network", p.Guard.bindDenied(), err))
 	}
+	return narrowBind(p), nil
+}
+
+// narrowBind is p with binding narrowed by Landlock so that no port of
+// p.Guard can be bound: to ephemeral ports (port 0) if p leaves TCP
+// alone, to its own bind list without the guarded ports otherwise.
+func narrowBind(p *Policy) *Policy {
 	q := *p
 	switch {
 	case !q.Net.Restrict:
 		q.Net = Net{Restrict: true, BindOnly: true, Bind: []uint16{0}}
 	case len(q.Net.Bind) > 0:
 		q.Net.Bind = slices.DeleteFunc(slices.Clone(q.Net.Bind), func(port uint16) bool {
-			return slices.Contains(p.Guard.Bind, port)
+			return slices.Contains(p.Guard.bindDenied(), port)
 		})
 		if len(q.Net.Bind) == 0 {
 			q.Net.Bind = []uint16{0}
 		}
 	}
-	return &q, nil
+	return &q
 }
 
 // Prepare builds the ruleset for p. A kernel without Landlock is refused
