@@ -33,7 +33,7 @@ func BenchmarkPrepare(b *testing.B) {
 
 // benchStart starts `sh -c :` under the workspace policy and waits for
 // it, oneShot choosing the helper.
-func benchStart(b *testing.B, oneShot bool) {
+func benchStart(b *testing.B, oneShot bool, guard Guard) {
 	root := b.TempDir()
 	home := filepath.Join(root, "home")
 	cwd, tmp := filepath.Join(home, "p"), filepath.Join(root, "tmp")
@@ -43,6 +43,7 @@ func benchStart(b *testing.B, oneShot bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	pol.Guard = guard
 	pr, err := pol.Prepare(false)
 	if err != nil {
 		b.Fatal(err)
@@ -63,8 +64,13 @@ func benchStart(b *testing.B, oneShot bool) {
 // BenchmarkStart is Start and Wait of a trivial program through the
 // resident helper; BenchmarkStartOneShot the same through a helper
 // process of its own; BenchmarkStartBare a plain fork/exec.
-func BenchmarkStart(b *testing.B)        { benchStart(b, false) }
-func BenchmarkStartOneShot(b *testing.B) { benchStart(b, true) }
+func BenchmarkStart(b *testing.B)        { benchStart(b, false, Guard{}) }
+func BenchmarkStartOneShot(b *testing.B) { benchStart(b, true, Guard{}) }
+
+// BenchmarkStartGuarded is BenchmarkStart with the port guard on.
+func BenchmarkStartGuarded(b *testing.B) {
+	benchStart(b, false, Guard{Connect: []uint16{5640}, Bind: []uint16{11434}})
+}
 func BenchmarkStartBare(b *testing.B) {
 	for b.Loop() {
 		if err := exec.Command("/bin/sh", "-c", ":").Run(); err != nil {
