@@ -114,6 +114,13 @@ func PrivatePaths(c *config.Config) []string {
 	return p
 }
 
+// StagePorts are the TCP ports c keeps from every stage, for
+// Options.Ports (config.Config.StagePorts).
+func StagePorts(c *config.Config) sandbox.Guard {
+	connect, bind := c.StagePorts()
+	return sandbox.Guard{Connect: connect, Bind: bind}
+}
+
 // Run parses args (the model's JSON) and runs the pipeline.
 //
 // An error means nothing ran: the arguments were bad, a language or tool
