@@ -83,6 +83,7 @@ func runExec(ctx context.Context, env *Env, args []string) error {
 		Home:    os.Getenv("HOME"),
 		Private: execute.PrivatePaths(c),
 		Environ: os.Environ(),
+		Ports:   execute.StagePorts(c),
 	})
 	if err != nil {
 		return err

@@ -4,8 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -41,6 +46,12 @@ type Sandbox struct {
 	// Preapproved are elevated stages that run without asking, compared
 	// exactly: {"language":"bash","code":"..."} or {"tool":"x","args":[...]}.
 	Preapproved []json.RawMessage `json:"preapproved,omitempty"`
+	// DenyConnect are TCP ports no stage may connect to or bind, and
+	// DenyBind ports no stage may bind, whatever its profile: ports of
+	// this machine's own services that a stage could abuse. The daemon's
+	// own ports and those of local backends are added by StagePorts.
+	DenyConnect []uint16 `json:"deny_connect,omitempty"`
+	DenyBind    []uint16 `json:"deny_bind,omitempty"`
 }
 
 // Profile is one sandbox policy. Its zero value allows nothing; built-in
@@ -100,9 +111,15 @@ const (
 
 var defaultLimits = Limits{Procs: 4096, MemoryMB: 8192, FileMB: 1024, Files: 4096}
 
-// BuiltinProfiles returns the profiles every configuration has: workspace
-// (the default: read the system, read-write cwd, network), readonly (cwd
-// read-only) and offline (no network).
+// BuiltinProfiles returns the profiles every configuration has, with
+// their network policies:
+//   - workspace, the default: read the system, read-write cwd, and TCP and
+//     UDP egress to any port but those of StagePorts, since `go get`, `npm
+//     install` and `git fetch` are the work;
+//   - readonly: cwd read-only, the same network;
+//   - offline: no IP socket at all.
+//
+// No built-in profile has unix sockets.
 func BuiltinProfiles() map[string]Profile {
 	ws := Profile{System: true, Cwd: AccessRW, Network: true, Limits: defaultLimits}
 	ro, off := ws, ws
@@ -161,6 +178,8 @@ type sandboxFile struct {
 	ConsentTimeout   *int                       `json:"consent_timeout"`
 	TmpQuotaMB       *int                       `json:"tmp_quota_mb"`
 	Preapproved      []json.RawMessage          `json:"preapproved"`
+	DenyConnect      []uint16                   `json:"deny_connect"`
+	DenyBind         []uint16                   `json:"deny_bind"`
 }
 
 // UnmarshalJSON overlays the file's sandbox section on DefaultSandbox. A
@@ -193,6 +212,7 @@ func (s *Sandbox) UnmarshalJSON(data []byte) error {
 	set(&s.ConsentTimeout, f.ConsentTimeout)
 	set(&s.TmpQuotaMB, f.TmpQuotaMB)
 	s.Preapproved = f.Preapproved
+	s.DenyConnect, s.DenyBind = f.DenyConnect, f.DenyBind
 	done := map[string]bool{}
 	for name := range f.Profiles {
 		if err := s.resolve(name, f.Profiles, done, 0); err != nil {
@@ -311,4 +331,67 @@ func (p Profile) check(name string) error {
 		return fmt.Errorf("profile %s: negative limit", name)
 	}
 	return nil
+}
+
+// StagePorts are the TCP ports stages are kept from, whatever their
+// profile: connect lists those no stage may connect to or bind (the
+// daemon's 9P listener and Sandbox.DenyConnect), bind those no stage may
+// bind either (the ports of backends on this machine, and
+// Sandbox.DenyBind). A stage that bound a keyed backend's port while it
+// was free, then started a sub-agent on that backend, would be sent the
+// key. Ports of other services the daemon runs (an `ollie mcp proxy`)
+// belong in DenyConnect.
+func (c *Config) StagePorts() (connect, bind []uint16) {
+	connect = append(connect, c.Sandbox.DenyConnect...)
+	if p := listenPort(c.Listen); p != 0 {
+		connect = append(connect, p)
+	}
+	bind = append(bind, c.Sandbox.DenyBind...)
+	for _, b := range c.Backends {
+		if p := localPort(b.BaseURL); p != 0 {
+			bind = append(bind, p)
+		}
+	}
+	return sortedPorts(connect), sortedPorts(bind)
+}
+
+func listenPort(addr string) uint16 {
+	if addr == "" {
+		return 0
+	}
+	addr = strings.Replace(strings.TrimPrefix(addr, "tcp!"), "!", ":", 1)
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.ParseUint(port, 10, 16)
+	return uint16(n)
+}
+
+// localPort is the port of a URL on this machine (a loopback address or
+// localhost), with the scheme's default; 0 for a remote one.
+func localPort(raw string) uint16 {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return 0
+	}
+	host := u.Hostname()
+	if ip, err := netip.ParseAddr(host); host != "localhost" && (err != nil || !ip.IsLoopback()) {
+		return 0
+	}
+	port := u.Port()
+	switch {
+	case port != "":
+	case u.Scheme == "https":
+		port = "443"
+	default:
+		port = "80"
+	}
+	n, _ := strconv.ParseUint(port, 10, 16)
+	return uint16(n)
+}
+
+func sortedPorts(p []uint16) []uint16 {
+	slices.Sort(p)
+	return slices.Compact(p)
 }

@@ -37,6 +37,10 @@ type Options struct {
 	Helper string
 	// Sandbox holds the profiles, timeouts and limits.
 	Sandbox config.Sandbox
+	// Ports are kept from every stage whatever its profile: the daemon
+	// sets them from config.Config.StagePorts (its own TCP listeners,
+	// local backends' ports).
+	Ports sandbox.Guard
 	// Home is the user's home directory, hidden from stages by default.
 	Home string
 	// Private are ollie's own directories and files (see PrivatePaths).
@@ -100,6 +104,13 @@ func New(o Options) (*Executor, error) {
 // and the mount point.
 func PrivatePaths(c *config.Config) []string { return c.PrivatePaths() }
 
+// StagePorts are the TCP ports c keeps from every stage, for
+// Options.Ports (config.Config.StagePorts).
+func StagePorts(c *config.Config) sandbox.Guard {
+	connect, bind := c.StagePorts()
+	return sandbox.Guard{Connect: connect, Bind: bind}
+}
+
 // Run parses args (the model's JSON) and runs the pipeline.
 //
 // An error means nothing ran: the arguments were bad, a language or tool
@@ -132,6 +143,7 @@ func (e *Executor) Run(ctx context.Context, spec Spec, args []byte) (*Result, er
 	if err != nil {
 		return nil, err
 	}
+	pol.Guard = e.o.Ports
 	jobs, err := e.plan(a, spec)
 	if err != nil {
 		return nil, err

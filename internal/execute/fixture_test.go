@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"ollie.dev/ollie/internal/config"
+	"ollie.dev/ollie/internal/sandbox"
 	"ollie.dev/ollie/internal/testutil"
 )
 
@@ -39,6 +40,7 @@ type fixture struct {
 	environ                  []string
 	consent                  Consent
 	policy                   string
+	ports                    sandbox.Guard
 }
 
 const (
@@ -105,7 +107,7 @@ func (f *fixture) executor() *Executor {
 		f.t.Fatal(err)
 	}
 	ex, err := New(Options{
-		Helper: exe, Sandbox: f.sb, Home: f.home, Environ: f.environ, OneShot: *oneShot,
+		Helper: exe, Sandbox: f.sb, Home: f.home, Environ: f.environ, OneShot: *oneShot, Ports: f.ports,
 		Private: []string{f.cfgDir, f.dataDir, f.stateDir, f.runtimeDir},
 	})
 	if err != nil {

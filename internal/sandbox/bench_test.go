@@ -33,8 +33,9 @@ func BenchmarkPrepare(b *testing.B) {
 
 // benchStart starts `sh -c :` under the workspace policy and waits for
 // it, oneShot choosing the helper; with git the working directory has a
-// .git, which the stage gets read-only in a mount namespace.
-func benchStart(b *testing.B, oneShot, git bool) {
+// .git, which the stage gets read-only in a mount namespace; guard is the
+// port guard.
+func benchStart(b *testing.B, oneShot, git bool, guard Guard) {
 	root := b.TempDir()
 	home := filepath.Join(root, "home")
 	cwd, tmp := filepath.Join(home, "p"), filepath.Join(root, "tmp")
@@ -47,6 +48,7 @@ func benchStart(b *testing.B, oneShot, git bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	pol.Guard = guard
 	pr, err := pol.Prepare(false)
 	if err != nil {
 		b.Fatal(err)
@@ -67,13 +69,18 @@ func benchStart(b *testing.B, oneShot, git bool) {
 // BenchmarkStart is Start and Wait of a trivial program through the
 // resident helper; BenchmarkStartOneShot the same through a helper
 // process of its own; BenchmarkStartBare a plain fork/exec.
-func BenchmarkStart(b *testing.B)        { benchStart(b, false, false) }
-func BenchmarkStartOneShot(b *testing.B) { benchStart(b, true, false) }
+func BenchmarkStart(b *testing.B)        { benchStart(b, false, false, Guard{}) }
+func BenchmarkStartOneShot(b *testing.B) { benchStart(b, true, false, Guard{}) }
 
 // BenchmarkStartGit and BenchmarkStartGitOneShot are the same with a
 // protected .git in the working directory.
-func BenchmarkStartGit(b *testing.B)        { benchStart(b, false, true) }
-func BenchmarkStartGitOneShot(b *testing.B) { benchStart(b, true, true) }
+func BenchmarkStartGit(b *testing.B)        { benchStart(b, false, true, Guard{}) }
+func BenchmarkStartGitOneShot(b *testing.B) { benchStart(b, true, true, Guard{}) }
+
+// BenchmarkStartGuarded is BenchmarkStart with the port guard on.
+func BenchmarkStartGuarded(b *testing.B) {
+	benchStart(b, false, false, Guard{Connect: []uint16{5640}, Bind: []uint16{11434}})
+}
 func BenchmarkStartBare(b *testing.B) {
 	for b.Loop() {
 		if err := exec.Command("/bin/sh", "-c", ":").Run(); err != nil {

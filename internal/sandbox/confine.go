@@ -34,7 +34,7 @@ func confine(s spec) error {
 // thread and inherited by whatever the thread forks or execs, so the
 // thread must be locked and never handed back to the Go scheduler.
 func confineThread(s spec, ruleset int) error {
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+	if err := retry(func() error { return unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) }); err != nil {
 		return fmt.Errorf("no-new-privs: %v", err)
 	}
 	if s.Mode == Landlock {
@@ -53,7 +53,7 @@ func restrict(s spec, ruleset int) error {
 	if s.Flags&ll.FlagRestrictSelfTSync != 0 {
 		return fmt.Errorf("landlock restrict: thread sync requested")
 	}
-	if err := ll.LandlockRestrictSelf(ruleset, s.Flags); err != nil {
+	if err := retry(func() error { return ll.LandlockRestrictSelf(ruleset, s.Flags) }); err != nil {
 		return fmt.Errorf("landlock restrict: %v", err)
 	}
 	return nil
@@ -100,13 +100,13 @@ func setLimit(pid, res int, v uint64) error {
 		return nil
 	}
 	var cur unix.Rlimit
-	if err := unix.Prlimit(pid, res, nil, &cur); err != nil {
+	if err := retry(func() error { return unix.Prlimit(pid, res, nil, &cur) }); err != nil {
 		return fmt.Errorf("getrlimit %d: %v", res, err)
 	}
 	if v > cur.Max {
 		v = cur.Max
 	}
-	if err := unix.Prlimit(pid, res, &unix.Rlimit{Cur: v, Max: v}, nil); err != nil {
+	if err := retry(func() error { return unix.Prlimit(pid, res, &unix.Rlimit{Cur: v, Max: v}, nil) }); err != nil {
 		return fmt.Errorf("setrlimit %d: %v", res, err)
 	}
 	return nil
@@ -129,7 +129,7 @@ func dropCaps() error {
 	}
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
-	if err := unix.Capset(&hdr, &data[0]); err != nil {
+	if err := retry(func() error { return unix.Capset(&hdr, &data[0]) }); err != nil {
 		return fmt.Errorf("capset: %v", err)
 	}
 	return nil

@@ -78,12 +78,13 @@ var notifySizes = sync.OnceValue(func() error {
 
 // pass waits at the gate behind listener l and lets one program through:
 // it returns the program's pid once it is the leader of its own process
-// group with limits lim, or with setup the reason it was refused instead.
+// group with limits lim, in cgroup cg (nil for none), or with setup the
+// reason it was refused instead.
 // pid 0 means the listener hung up: no program passed or ever will.
 // Within limit, a program reaches the gate or the listener hangs up; past
 // it pass returns timedOut so that the caller can make sure of it.
 // onAdmit, if set, learns the program's process group before it runs.
-func pass(l *os.File, lim config.Limits, limit int, onAdmit func(int)) (pid int, setup error, timedOut bool) {
+func pass(l *os.File, lim config.Limits, cg *stageCgroup, limit int, onAdmit func(int)) (pid int, setup error, timedOut bool) {
 	fd := int(l.Fd())
 	forked := false
 	for {
@@ -100,7 +101,7 @@ func pass(l *os.File, lim config.Limits, limit int, onAdmit func(int)) (pid int,
 			return 0, nil, false // hung up
 		}
 		var req seccompNotif
-		if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SECCOMP_IOCTL_NOTIF_RECV, uintptr(unsafe.Pointer(&req))); e != 0 {
+		if _, e := rawRetry(unix.SYS_IOCTL, uintptr(fd), unix.SECCOMP_IOCTL_NOTIF_RECV, uintptr(unsafe.Pointer(&req))); e != 0 {
 			// ENOENT: the caller died before we read its call; the
 			// listener will tell whether anyone is left.
 			continue
@@ -113,23 +114,23 @@ func pass(l *os.File, lim config.Limits, limit int, onAdmit func(int)) (pid int,
 			// the filter yet.
 			forked = true
 			resp.Flags = unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE
-			unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SECCOMP_IOCTL_NOTIF_SEND, uintptr(unsafe.Pointer(&resp)))
+			notifSend(fd, &resp)
 			continue
 		case req.Data.Arch != auditArch || req.Data.Nr != unix.SYS_SETPGID || uint32(req.Data.Args[1]) != gatePgid || !forked:
 			// Nothing else comes here; refuse whatever it is and keep
 			// waiting for the program.
 			resp.Error = -int32(unix.EPERM)
-			unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SECCOMP_IOCTL_NOTIF_SEND, uintptr(unsafe.Pointer(&resp)))
+			notifSend(fd, &resp)
 			continue
 		}
 		pid = int(req.Pid)
-		setup = admit(pid, lim)
+		setup = admit(pid, lim, cg)
 		if setup != nil {
 			resp.Error = -int32(unix.EPERM)
 		} else if onAdmit != nil {
 			onAdmit(pid)
 		}
-		if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SECCOMP_IOCTL_NOTIF_SEND, uintptr(unsafe.Pointer(&resp))); e != 0 && setup == nil {
+		if e := notifSend(fd, &resp); e != 0 && setup == nil {
 			// Killed while we were busy with it: it will not exec.
 			setup = fmt.Errorf("gate: the program died before it started")
 		}
@@ -137,14 +138,26 @@ func pass(l *os.File, lim config.Limits, limit int, onAdmit func(int)) (pid int,
 	}
 }
 
-// admit makes the stopped child pid the leader of a new process group and
-// lowers its resource limits.
-func admit(pid int, lim config.Limits) error {
-	if err := unix.Setpgid(pid, pid); err != nil {
+// admit makes the stopped child pid the leader of a new process group,
+// lowers its resource limits and puts it in its cgroup: all before it
+// can run, let alone fork.
+func admit(pid int, lim config.Limits, cg *stageCgroup) error {
+	if err := retry(func() error { return unix.Setpgid(pid, pid) }); err != nil {
 		return fmt.Errorf("gate: setpgid: %v", err)
 	}
 	if err := setLimits(pid, lim); err != nil {
 		return err
 	}
+	if err := cg.add(pid); err != nil {
+		return err
+	}
 	return setLimit(pid, unix.RLIMIT_NPROC, uint64(lim.Procs))
+}
+
+// notifSend answers a notification. The ioctl takes the listener's lock
+// interruptibly, so a signal can make it fail with EINTR having sent
+// nothing; unanswered, the program would wait at the gate for ever.
+func notifSend(fd int, resp *seccompNotifResp) unix.Errno {
+	_, e := rawRetry(unix.SYS_IOCTL, uintptr(fd), unix.SECCOMP_IOCTL_NOTIF_SEND, uintptr(unsafe.Pointer(resp)))
+	return e
 }

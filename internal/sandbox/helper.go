@@ -46,6 +46,11 @@ type spec struct {
 	Reopen []string `json:"reopen,omitempty"`
 	// NSKey names the namespace the resident helper may reuse for them.
 	NSKey string `json:"ns_key,omitempty"`
+	// Cgroup is the stage cgroup the one-shot helper joins before it
+	// confines itself (the resident helper's programs are put in theirs
+	// at the gate).
+	Cgroup string `json:"cgroup,omitempty"`
+	Guard  string `json:"guard,omitempty"` // the port guard's cgroup, joined too
 }
 
 // Cmd is one program to start under a prepared policy.
@@ -75,7 +80,7 @@ func (pr *Prepared) spec(c Cmd) spec {
 		return spec{Mode: Elevated}
 	}
 	return spec{Mode: pr.Mode, Flags: pr.flags, Limits: pr.Policy.Limits, Deny: pr.Policy.DenyFamilies,
-		Protect: pr.Policy.Protect, Reopen: pr.Policy.Reopen, NSKey: pr.Policy.nsKey}
+		Protect: pr.Policy.Protect, Reopen: pr.Policy.Reopen, NSKey: pr.Policy.nsKey, Guard: pr.guard}
 }
 
 // Start starts c under the policy in a new process group whose id is
@@ -106,6 +111,21 @@ var fallbacks atomic.Int64
 
 // startOneShot starts c through `ollie sandbox-exec -- SPEC PATH ARGV...`.
 func startOneShot(c Cmd, s spec, ruleset *os.File) (*Proc, error) {
+	cg, err := newStageCgroup(s.Limits.Procs, s.Guard)
+	if err != nil {
+		return nil, errs.E(errs.Other, "sandbox: "+err.Error())
+	}
+	p, err := startHelper(c, s, ruleset, cg)
+	if err != nil {
+		cg.remove()
+	}
+	return p, err
+}
+
+func startHelper(c Cmd, s spec, ruleset *os.File, cg *stageCgroup) (*Proc, error) {
+	if cg != nil {
+		s.Cgroup, s.Guard = cg.dir, cg.guard
+	}
 	js, err := json.Marshal(s)
 	if err != nil {
 		return nil, err
@@ -145,6 +165,7 @@ func startOneShot(c Cmd, s spec, ruleset *os.File) (*Proc, error) {
 	}
 	return &Proc{Pid: cmd.Process.Pid, wait: func() (syscall.WaitStatus, error) {
 		err := cmd.Wait()
+		cg.remove()
 		if _, ok := err.(*exec.ExitError); ok || err == nil {
 			return cmd.ProcessState.Sys().(syscall.WaitStatus), nil
 		}
@@ -173,8 +194,8 @@ func execError(path string, err error) error { return fmt.Errorf("exec %s: %v", 
 // the status descriptor. With `-serve` it is the resident helper, which
 // returns when the daemon closes its socket.
 func HelperMain(args []string) int {
-	if len(args) == 1 && args[0] == serveFlag {
-		return serve()
+	if len(args) >= 1 && args[0] == serveFlag {
+		return serve(args[1:])
 	}
 	if len(args) > 0 && args[0] == "--" {
 		args = args[1:]
@@ -205,6 +226,13 @@ func HelperMain(args []string) int {
 	runtime.LockOSThread()
 	if s.Mode == Landlock {
 		syscall.CloseOnExec(rulesetFD)
+	}
+	if s.Cgroup != "" || s.Guard != "" {
+		// Before anything can fork: the program and all it starts stay
+		// in the cgroups.
+		if err := (&stageCgroup{dir: s.Cgroup, guard: s.Guard}).add(0); err != nil {
+			return fail(125, err)
+		}
 	}
 	if s.Mode != Elevated {
 		if err := protect(s.Protect, s.Reopen); err != nil {

@@ -10,7 +10,9 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -128,6 +130,13 @@ func launch(helper string) (*resident, error) {
 // being theirs; userns starts it in a user namespace of its own.
 func serveCmd(helper string, theirs *os.File, userns bool) *exec.Cmd {
 	cmd := exec.Command(helper, HelperCommand, serveFlag)
+	// The stages' cgroups, which it empties when the daemon dies.
+	if r, err := stageCgroups(); err == nil {
+		cmd.Args = append(cmd.Args, r.dir)
+	}
+	if g, err := ownV2Cgroup(); err == nil {
+		cmd.Args = append(cmd.Args, filepath.Join(g, "ollie-"+strconv.Itoa(os.Getpid())))
+	}
 	cmd.Args[0] = "ollie"
 	// The daemon's environment holds its API keys; the helper needs
 	// none of it, and each program gets its own.
@@ -213,21 +222,32 @@ func (r *resident) start(c Cmd, s spec, ruleset *os.File) (*Proc, error) {
 	if s.Mode == Landlock {
 		files = append(files, ruleset)
 	}
+	cg, err := newStageCgroup(s.Limits.Procs, s.Guard)
+	if err != nil {
+		unix.Close(theirs)
+		in.abort()
+		return nil, errs.E(errs.Other, "sandbox: "+err.Error())
+	}
 	req := request{Spec: s, Path: c.Path, Args: c.Args, Env: c.Env, Dir: c.Dir, Script: c.Script != nil}
 	err = r.send(req, theirs, files)
 	unix.Close(theirs)
 	in.sent()
 	if err != nil {
+		cg.remove()
 		in.abort()
 		return nil, errFallback
 	}
 	setTimeout(sock, replyWait)
-	return r.finish(sock, s, in, c.Admit)
+	p, err := r.finish(sock, s, in, cg, c.Admit)
+	if err != nil {
+		cg.remove()
+	}
+	return p, err
 }
 
 // finish follows a sent request to its end on the request's socket: the
 // program started, or why it did not.
-func (r *resident) finish(sock int, s spec, in *stdin, admit func(int)) (*Proc, error) {
+func (r *resident) finish(sock int, s spec, in *stdin, cg *stageCgroup, admit func(int)) (*Proc, error) {
 	first, l, ok := r.await(sock)
 	switch {
 	case !ok:
@@ -237,7 +257,7 @@ func (r *resident) finish(sock int, s spec, in *stdin, admit func(int)) (*Proc, 
 		in.abort()
 		return nil, helperError(first.Err) // nothing was forked
 	}
-	pid, setup := r.pass(l, s, admit)
+	pid, setup := r.pass(l, s, cg, admit)
 	l.Close()
 	last, _, ok := r.await(sock)
 	switch {
@@ -266,6 +286,7 @@ func (r *resident) finish(sock int, s spec, in *stdin, admit func(int)) (*Proc, 
 	in.start()
 	return &Proc{Pid: pid, wait: func() (syscall.WaitStatus, error) {
 		ws, err := reap(pid)
+		cg.remove()
 		in.wait()
 		return ws, err
 	}}, nil
@@ -291,11 +312,11 @@ func (r *resident) await(sock int) (reply, *os.File, bool) {
 // pass lets one program through the gate behind l (see gate.go),
 // killing the helper if it is stuck: then its threads are gone, and the
 // gate either sees the program or hangs up.
-func (r *resident) pass(l *os.File, s spec, admit func(int)) (int, error) {
-	pid, setup, timedOut := pass(l, s.Limits, int(replyWait/time.Millisecond), admit)
+func (r *resident) pass(l *os.File, s spec, cg *stageCgroup, admit func(int)) (int, error) {
+	pid, setup, timedOut := pass(l, s.Limits, cg, int(replyWait/time.Millisecond), admit)
 	if timedOut {
 		r.kill()
-		pid, setup, _ = pass(l, s.Limits, -1, admit)
+		pid, setup, _ = pass(l, s.Limits, cg, -1, admit)
 	}
 	return pid, setup
 }

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"fmt"
 	"os"
 	"slices"
 	"sync"
@@ -45,6 +46,48 @@ type Prepared struct {
 	Mode    Mode
 	ruleset *os.File // nil unless Mode is Landlock
 	flags   uint32
+	guard   string // the port guard's cgroup, "" for none
+}
+
+// guardPorts sets up the port guard for the policy's Guard, and returns
+// the policy to build the Landlock ruleset from: the policy itself, or,
+// where there can be no guard, a copy whose binding Landlock narrows to
+// ephemeral ports. Connect ports cannot be denied that way: a policy
+// with the network on is then refused.
+func (pr *Prepared) guardPorts() (*Policy, error) {
+	p := pr.Policy
+	if p.Guard.empty() || p.denies(syscall.AF_INET) && p.denies(syscall.AF_INET6) {
+		return p, nil
+	}
+	dir, err := guardDir(p.Guard)
+	if err == nil {
+		pr.guard = dir
+		return p, nil
+	}
+	if len(p.Guard.Connect) > 0 || pr.Mode != Landlock || ABI() < 4 {
+		return nil, errs.E(errs.Unsupported, fmt.Sprintf("sandbox: cannot keep stages from ports %v (%v); "+
+			"run the daemon as root on cgroup v2, or use a profile without network", p.Guard.bindDenied(), err))
+	}
+	return narrowBind(p), nil
+}
+
+// narrowBind is p with binding narrowed by Landlock so that no port of
+// p.Guard can be bound: to ephemeral ports (port 0) if p leaves TCP
+// alone, to its own bind list without the guarded ports otherwise.
+func narrowBind(p *Policy) *Policy {
+	q := *p
+	switch {
+	case !q.Net.Restrict:
+		q.Net = Net{Restrict: true, BindOnly: true, Bind: []uint16{0}}
+	case len(q.Net.Bind) > 0:
+		q.Net.Bind = slices.DeleteFunc(slices.Clone(q.Net.Bind), func(port uint16) bool {
+			return slices.Contains(p.Guard.bindDenied(), port)
+		})
+		if len(q.Net.Bind) == 0 {
+			q.Net.Bind = []uint16{0}
+		}
+	}
+	return &q
 }
 
 // Prepare builds the ruleset for p. A kernel without Landlock is refused
@@ -55,10 +98,24 @@ func (p *Policy) Prepare(allowUnsandboxed bool) (*Prepared, error) {
 		return nil, err
 	}
 	pr := &Prepared{Policy: p, Mode: mode}
+	lp, err := pr.guardPorts()
+	if err != nil {
+		return nil, err
+	}
 	if mode != Landlock {
 		return pr, nil
 	}
-	fd, flags, err := landlockConfig(p).NewRulesetFD(p.rules()...)
+	// go-landlock opens every path and does not retry EINTR; building
+	// the ruleset again from scratch is safe (the failed one is closed).
+	type built struct {
+		fd    int
+		flags uint32
+	}
+	b, err := retry1(func() (built, error) {
+		fd, flags, err := landlockConfig(lp).NewRulesetFD(lp.rules()...)
+		return built{fd, flags}, err
+	})
+	fd, flags := b.fd, b.flags
 	if err != nil {
 		return nil, errs.E(errs.Other, "sandbox: landlock ruleset", err)
 	}
@@ -101,7 +158,10 @@ func landlockConfig(p *Policy) landlock.Config {
 	}
 	n := p.Net
 	c.HandledAccessNet = 0
-	if n.Restrict {
+	switch {
+	case n.Restrict && n.BindOnly:
+		c.HandledAccessNet = ll.AccessNetBindTCP
+	case n.Restrict:
 		c.HandledAccessNet = ll.AccessNetBindTCP | ll.AccessNetConnectTCP
 		if len(n.Connect) == 0 && len(n.Bind) == 0 {
 			c.HandledAccessNet |= ll.AccessNetBindUDP | ll.AccessNetConnectSendUDP

@@ -76,6 +76,9 @@ type Policy struct {
 	// Reopen are RWDirs inside those, writable again.
 	Protect, Reopen []string
 	nsKey           string // see nsKey
+	// Guard are the ports kept from every stage whatever the profile
+	// (netguard.go); the caller sets it from config.Config.StagePorts.
+	Guard Guard
 }
 
 // Net is what a policy allows of TCP. With Restrict false the network is
@@ -84,6 +87,8 @@ type Net struct {
 	Restrict bool
 	Connect  []uint16
 	Bind     []uint16
+	// BindOnly restricts binding alone, to Bind; connecting is left alone.
+	BindOnly bool
 }
 
 // devFiles are the device files a stage may read and write; the rest of

@@ -15,6 +15,12 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == HelperCommand {
 		os.Exit(HelperMain(os.Args[2:]))
 	}
+	if len(os.Args) == 4 && os.Args[1] == daemonCommand {
+		os.Exit(daemonMain(os.Args[2], os.Args[3]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == canaryCommand {
+		os.Exit(canaryMain(os.Args[2:]))
+	}
 	os.Exit(m.Run())
 }
 

@@ -18,21 +18,24 @@ const (
 	retNotify = unix.SECCOMP_RET_USER_NOTIF
 )
 
-// refused are the system calls no stage may make:
-//   - setsid and setpgid would take a process out of the stage's process
-//     group, which is how the daemon kills every process of a stage;
-//   - the keyring calls reach credentials the user's session keeps there;
-//   - io_uring creates sockets without the socket call the filter checks.
-//
-// clone with CLONE_PARENT is refused too: it makes the new process a
-// child of the caller's parent, and a stage's first process is the
-// daemon's child, so the daemon would be left with zombies it knows
-// nothing of. clone3, whose flags the filter cannot see, fails with
-// ENOSYS, which makes the C library fall back to clone.
-var refused = []uint32{
-	unix.SYS_SETSID, unix.SYS_SETPGID,
-	unix.SYS_KEYCTL, unix.SYS_ADD_KEY, unix.SYS_REQUEST_KEY,
-	unix.SYS_IO_URING_SETUP,
+// What the filter refuses is listed in seccomp_rules.go (denied, with
+// reasons) and below:
+//   - clone with a namespace flag, like unshare: a new user namespace
+//     gives back every capability within it;
+//   - clone with CLONE_PARENT: it makes the new process a child of the
+//     caller's parent, and a stage's first process is the daemon's child,
+//     so the daemon would be left with zombies it knows nothing of;
+//   - clone3, whose flags the filter cannot see (they are in memory),
+//     fails with ENOSYS, which makes the C library fall back to clone;
+//   - personality with flags other than Docker's safe ones;
+//   - ioctl TIOCSTI, which types into a terminal the stage can reach;
+//   - socket with a denied address family, with EACCES.
+
+// A denial is one system call the filter refuses, and why.
+type denial struct {
+	nr   uint32
+	name string
+	why  string
 }
 
 // gatePgid is the process group a stage started by the resident helper
@@ -51,78 +54,121 @@ const (
 	offArg1 = 24
 )
 
-// filter assembles the program: right architecture or die, refused calls
-// fail with EPERM, socket(family, ...) fails with EACCES for the denied
-// families, everything else is allowed. With gate, setpgid(_, gatePgid)
-// and clone with CLONE_PARENT go to the listener instead of failing: the
-// resident helper's own fork of the program is such a clone, made under
-// the filter, and the daemon lets that one through (gate.go).
+// Where the filter's jumps go: one of the returns at the end of the
+// program, or the next instruction.
+const (
+	toAllow = iota
+	toEPERM
+	toEACCES
+	toNoSys
+	toKill
+	toNotify
+	next = -1
+)
+
+// verdicts are the returns at the end of the program, in the order of
+// the to* targets.
+var verdicts = []uint32{retAllow, retEPERM, retEACCE, retNoSys, retKill, retNotify}
+
+// A prog is a filter being assembled. Jumps go to a return at the end,
+// whose offsets are only known once the program is complete, so they are
+// patched by done.
+type prog struct {
+	p     []unix.SockFilter
+	fixes []struct{ at, jt, jf int }
+}
+
+func (b *prog) load(off uint32) {
+	b.p = append(b.p, unix.SockFilter{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: off})
+}
+
+func (b *prog) jump(op uint16, k uint32, jt, jf int) {
+	b.fixes = append(b.fixes, struct{ at, jt, jf int }{len(b.p), jt, jf})
+	b.p = append(b.p, unix.SockFilter{Code: unix.BPF_JMP | op | unix.BPF_K, K: k})
+}
+
+// unless skips the n instructions that follow unless the call is nr.
+func (b *prog) unless(nr uint32, n int) {
+	b.p = append(b.p, unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: nr, Jf: uint8(n)})
+}
+
+func (b *prog) done() []unix.SockFilter {
+	rets := len(b.p)
+	for _, v := range verdicts {
+		b.p = append(b.p, unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: v})
+	}
+	off := func(at, to int) uint8 {
+		d := rets + to - at - 1
+		if d > 255 {
+			panic("seccomp: filter too long for its jumps")
+		}
+		return uint8(d)
+	}
+	for _, f := range b.fixes {
+		if f.jt != next {
+			b.p[f.at].Jt = off(f.at, f.jt)
+		}
+		if f.jf != next {
+			b.p[f.at].Jf = off(f.at, f.jf)
+		}
+	}
+	return b.p
+}
+
+// filter assembles the program: right architecture or die, the denied
+// calls and the argument checks above fail with EPERM, socket(family,
+// ...) fails with EACCES for the denied families, everything else is
+// allowed. With gate, setpgid(_, gatePgid) and clone with CLONE_PARENT go
+// to the listener instead of failing: the resident helper's own fork of
+// the program is such a clone, made under the filter, and the daemon lets
+// that one through (gate.go).
 func filter(deny []int, gate bool) []unix.SockFilter {
-	const (
-		toAllow = iota
-		toEPERM
-		toEACCES
-		toNoSys
-		toKill
-		toNotify
-		next = -1 // fall through
-	)
-	var p []unix.SockFilter
-	// Jumps go to one of the returns at the end; their offsets are only
-	// known once the program is complete, so they are patched below.
-	type fix struct{ at, jt, jf int }
-	var fixes []fix
-	load := func(off uint32) {
-		p = append(p, unix.SockFilter{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: off})
-	}
-	jump := func(op uint16, k uint32, jt, jf int) {
-		fixes = append(fixes, fix{len(p), jt, jf})
-		p = append(p, unix.SockFilter{Code: unix.BPF_JMP | op | unix.BPF_K, K: k})
-	}
-	load(offArch)
-	jump(unix.BPF_JEQ, auditArch, next, toKill)
-	load(offNr)
+	b := &prog{}
+	b.load(offArch)
+	b.jump(unix.BPF_JEQ, auditArch, next, toKill)
+	b.load(offNr)
 	if x32Bit != 0 {
-		jump(unix.BPF_JGE, x32Bit, toEPERM, next)
+		b.jump(unix.BPF_JGE, x32Bit, toEPERM, next)
 	}
 	if gate {
-		// The gate comes first: setpgid is also among the refused calls.
-		// If nr is not setpgid, skip the two instructions of the gate.
-		p = append(p, unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: unix.SYS_SETPGID, Jt: 0, Jf: 2})
-		load(offArg1)
-		jump(unix.BPF_JEQ, gatePgid, toNotify, toEPERM)
+		// The gate comes first: setpgid is also among the denied calls.
+		b.unless(unix.SYS_SETPGID, 2)
+		b.load(offArg1)
+		b.jump(unix.BPF_JEQ, gatePgid, toNotify, toEPERM)
 	}
-	for _, nr := range refused {
-		jump(unix.BPF_JEQ, nr, toEPERM, next)
+	for _, d := range denied {
+		b.jump(unix.BPF_JEQ, d.nr, toEPERM, next)
 	}
-	jump(unix.BPF_JEQ, unix.SYS_CLONE3, toNoSys, next)
+	b.jump(unix.BPF_JEQ, unix.SYS_CLONE3, toNoSys, next)
 	parent := toEPERM
 	if gate {
 		parent = toNotify
 	}
-	// If nr is not clone, skip the two instructions of the clone check.
-	// Its flags are arg0 on every architecture with a filter.
-	p = append(p, unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: unix.SYS_CLONE, Jt: 0, Jf: 2})
-	load(offArg0)
-	jump(unix.BPF_JSET, unix.CLONE_PARENT, parent, toAllow)
-	jump(unix.BPF_JEQ, unix.SYS_SOCKET, next, toAllow)
-	load(offArg0)
+	// clone's flags are arg0 on every architecture with a filter.
+	b.unless(unix.SYS_CLONE, 3)
+	b.load(offArg0)
+	b.jump(unix.BPF_JSET, cloneNamespaces, toEPERM, next)
+	b.jump(unix.BPF_JSET, unix.CLONE_PARENT, parent, toAllow)
+	if len(personalities) > 0 {
+		b.unless(unix.SYS_PERSONALITY, 1+len(personalities))
+		b.load(offArg0)
+		for i, v := range personalities {
+			other := next
+			if i == len(personalities)-1 {
+				other = toEPERM
+			}
+			b.jump(unix.BPF_JEQ, v, toAllow, other)
+		}
+	}
+	b.unless(unix.SYS_IOCTL, 2)
+	b.load(offArg1)
+	b.jump(unix.BPF_JEQ, unix.TIOCSTI, toEPERM, toAllow)
+	b.jump(unix.BPF_JEQ, unix.SYS_SOCKET, next, toAllow)
+	b.load(offArg0)
 	for _, f := range deny {
-		jump(unix.BPF_JEQ, uint32(f), toEACCES, next)
+		b.jump(unix.BPF_JEQ, uint32(f), toEACCES, next)
 	}
-	rets := len(p)
-	for _, v := range []uint32{retAllow, retEPERM, retEACCE, retNoSys, retKill, retNotify} {
-		p = append(p, unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: v})
-	}
-	for _, f := range fixes {
-		if f.jt != next {
-			p[f.at].Jt = uint8(rets + f.jt - f.at - 1)
-		}
-		if f.jf != next {
-			p[f.at].Jf = uint8(rets + f.jf - f.at - 1)
-		}
-	}
-	return p
+	return b.done()
 }
 
 // installSeccomp loads the filter on the calling thread, which passes it
@@ -133,7 +179,9 @@ func installSeccomp(deny []int) error {
 	}
 	f := filter(deny, false)
 	prog := unix.SockFprog{Len: uint16(len(f)), Filter: &f[0]}
-	if err := unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&prog)), 0, 0); err != nil {
+	if err := retry(func() error {
+		return unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&prog)), 0, 0)
+	}); err != nil {
 		return fmt.Errorf("seccomp: %v", err)
 	}
 	return nil
@@ -148,7 +196,7 @@ func installGatedSeccomp(deny []int) (listener int, err error) {
 	}
 	f := filter(deny, true)
 	prog := unix.SockFprog{Len: uint16(len(f)), Filter: &f[0]}
-	fd, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
+	fd, errno := rawRetry(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
 		unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, uintptr(unsafe.Pointer(&prog)))
 	if errno != 0 {
 		return -1, fmt.Errorf("seccomp: %v", errno)

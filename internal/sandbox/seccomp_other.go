@@ -8,3 +8,9 @@ const (
 	auditArch = 0
 	x32Bit    = 0
 )
+
+var denied []denial
+
+var personalities []uint32
+
+const cloneNamespaces = 0

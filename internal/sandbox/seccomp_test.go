@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"encoding/binary"
+	"fmt"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -78,6 +79,13 @@ func TestFilter(t *testing.T) {
 		{"clone a sibling, gated", true, auditArch, unix.SYS_CLONE, []uint64{unix.CLONE_PARENT | unix.CLONE_VFORK | unix.CLONE_VM}, retNotify},
 		{"clone3", true, auditArch, unix.SYS_CLONE3, nil, retNoSys},
 		{"clone3, no gate", false, auditArch, unix.SYS_CLONE3, nil, retNoSys},
+		{"unshare", true, auditArch, unix.SYS_UNSHARE, []uint64{unix.CLONE_NEWUSER}, retEPERM},
+		{"bpf", false, auditArch, unix.SYS_BPF, nil, retEPERM},
+		{"clone a user namespace", true, auditArch, unix.SYS_CLONE, []uint64{unix.CLONE_NEWUSER | uint64(unix.SIGCHLD)}, retEPERM},
+		{"clone a sibling in a new namespace, gated", true, auditArch, unix.SYS_CLONE, []uint64{unix.CLONE_PARENT | unix.CLONE_NEWNS}, retEPERM},
+		{"personality query", false, auditArch, unix.SYS_PERSONALITY, []uint64{0xffffffff}, retAllow},
+		{"personality no aslr", false, auditArch, unix.SYS_PERSONALITY, []uint64{0x0040000}, retEPERM},
+		{"tiocsti", true, auditArch, unix.SYS_IOCTL, []uint64{0, unix.TIOCSTI}, retEPERM},
 		{"denied family, last", false, auditArch, unix.SYS_SOCKET, []uint64{unix.AF_INET}, retEACCE},
 	} {
 		if got := runFilter(t, filter(deny, tc.gate), tc.arch, tc.nr, tc.args...); got != tc.want {
@@ -88,5 +96,64 @@ func TestFilter(t *testing.T) {
 		if got := runFilter(t, filter(nil, true), auditArch, x32Bit|unix.SYS_SOCKET); got != retEPERM {
 			t.Errorf("x32 call: got %#x", got)
 		}
+	}
+}
+
+// stageTries are the calls of seccompTries plus those whose refusal
+// depends on their arguments, each made from inside a real stage.
+func stageTries(oneShot bool) []try {
+	// Under the resident helper, CLONE_PARENT goes to the gate, whose
+	// listener is closed once the program has passed: ENOSYS.
+	parent := unix.ENOSYS
+	if oneShot {
+		parent = unix.EPERM
+	}
+	var tries []try
+	for _, d := range denied {
+		if d.nr == unix.SYS_SETPGID {
+			continue // made with its own arguments below
+		}
+		// Zero arguments: where the kernel would get to look at them it
+		// fails with EFAULT, EINVAL or EBADF, never with EPERM.
+		tries = append(tries, try{name: d.name, nr: uintptr(d.nr), want: unix.EPERM})
+	}
+	tries = append(tries, try{name: "setpgid", nr: unix.SYS_SETPGID, want: unix.EPERM})
+	for _, f := range []struct {
+		name string
+		flag uintptr
+	}{
+		{"newns", unix.CLONE_NEWNS}, {"newcgroup", unix.CLONE_NEWCGROUP}, {"newuts", unix.CLONE_NEWUTS},
+		{"newipc", unix.CLONE_NEWIPC}, {"newuser", unix.CLONE_NEWUSER}, {"newpid", unix.CLONE_NEWPID},
+		{"newnet", unix.CLONE_NEWNET},
+	} {
+		tries = append(tries,
+			try{name: "clone-" + f.name, nr: unix.SYS_CLONE, args: []uintptr{f.flag | uintptr(unix.SIGCHLD)}, want: unix.EPERM},
+			try{name: "unshare-" + f.name, nr: unix.SYS_UNSHARE, args: []uintptr{f.flag}, want: unix.EPERM})
+	}
+	return append(tries,
+		try{name: "clone-parent", nr: unix.SYS_CLONE, args: []uintptr{unix.CLONE_PARENT | uintptr(unix.SIGCHLD)}, want: parent},
+		try{name: "clone3", nr: unix.SYS_CLONE3, want: unix.ENOSYS},
+		try{name: "personality-no-aslr", nr: unix.SYS_PERSONALITY, args: []uintptr{0x0040000}, want: unix.EPERM},
+		try{name: "personality-exec", nr: unix.SYS_PERSONALITY, args: []uintptr{0x0400000}, want: unix.EPERM},
+		// A query, which the filter allows; the canary's stdin is not a
+		// terminal, so TIOCSTI would fail with ENOTTY unfiltered.
+		try{name: "personality-query", nr: unix.SYS_PERSONALITY, args: []uintptr{0xffffffff}, want: 0},
+		try{name: "tiocsti", nr: unix.SYS_IOCTL, args: []uintptr{0, unix.TIOCSTI, 0}, want: unix.EPERM},
+		try{name: "ioctl-other", nr: unix.SYS_IOCTL, args: []uintptr{0, unix.TIOCGPGRP, 0}, want: unix.ENOTTY},
+		try{name: "getpid", nr: unix.SYS_GETPID, want: 0},
+	)
+}
+
+// TestStageDenials makes every refused call from inside a stage, through
+// the resident helper and the one-shot one.
+func TestStageDenials(t *testing.T) {
+	if auditArch == 0 {
+		t.Skip("no filter for this architecture")
+	}
+	if ABI() == 0 {
+		t.Skip("no landlock")
+	}
+	for _, oneShot := range []bool{false, true} {
+		t.Run(fmt.Sprintf("oneshot=%v", oneShot), func(t *testing.T) { runCanary(t, stageTries(oneShot), oneShot) })
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"syscall"
@@ -72,8 +73,18 @@ type job struct {
 	fresh bool  // make a new protection namespace, reuse none (nscache.go)
 }
 
-// serve runs the resident helper until the daemon closes its end.
-func serve() int {
+// serve runs the resident helper until the daemon closes its end. args
+// may name the daemon's directory of stage cgroups: when the daemon is
+// gone, whatever is left in them is killed, so that no stage outlives
+// it (a stage is the daemon's child, and a process cannot ask to die
+// with its parent once it is the child of another process's thread).
+func serve(args []string) int {
+	var cgroups []string
+	for _, a := range args {
+		if filepath.IsAbs(a) {
+			cgroups = append(cgroups, a)
+		}
+	}
 	// The main thread must never run a request: a locked goroutine that
 	// ends on it leaves it wedged, confined, instead of ending it.
 	runtime.LockOSThread()
@@ -99,7 +110,12 @@ func serve() int {
 			continue
 		}
 		if err != nil || n == 0 {
-			return 0 // the daemon is gone
+			// The daemon is gone, or is going: it closes this end
+			// only by exiting.
+			for _, d := range cgroups {
+				removeTree(d)
+			}
+			return 0
 		}
 		fds := rights(oob[:oobn])
 		var req request
@@ -193,7 +209,7 @@ func (s *server) cold(j job) {
 // seccomp filter with the gate on the calling thread, and returns the
 // gate's listener.
 func preconfine(deny []int) (listener int, err error) {
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+	if err := retry(func() error { return unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) }); err != nil {
 		return -1, fmt.Errorf("no-new-privs: %v", err)
 	}
 	if err := dropCaps(); err != nil {

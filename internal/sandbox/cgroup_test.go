@@ -1,0 +1,176 @@
+package sandbox
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"ollie.dev/ollie/internal/config"
+)
+
+// TestForkBombStopsAtLimit runs a fork bomb in a stage whose profile
+// allows 20 processes. As root RLIMIT_NPROC does nothing, so only the
+// stage's pids cgroup can stop it.
+func TestForkBombStopsAtLimit(t *testing.T) {
+	if ABI() == 0 {
+		t.Skip("no landlock")
+	}
+	if os.Getuid() == 0 {
+		if _, err := stageCgroups(); err != nil {
+			t.Fatalf("root, and no process limit that holds for root: %v", err)
+		}
+	}
+	t.Log(ProcessLimit())
+	cwd, tmp, exe := canaryDir(t)
+	prof := config.BuiltinProfiles()["workspace"]
+	prof.Limits.Procs = 20
+	pol, err := New("workspace", prof, Paths{Cwd: cwd, Tmp: tmp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := pol.Prepare(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	for _, oneShot := range []bool{false, true} {
+		out, ws := run(t, pr, Cmd{Path: exe, Args: []string{"canary", canaryCommand, "forks", "500"}, Dir: cwd, OneShot: oneShot})
+		// The children wait to be killed: the stage's Wait killed them
+		// with its cgroup, so none of them is left.
+		var got, errno int
+		if !strings.HasPrefix(out, "TRIED forks\n") {
+			t.Fatalf("oneshot=%v: not tried: %v %q", oneShot, ws, out)
+		}
+		if _, err := fmt.Sscanf(strings.TrimPrefix(out, "TRIED forks\n"), "forked %d %d", &got, &errno); err != nil {
+			t.Fatalf("oneshot=%v: %q: %v", oneShot, out, err)
+		}
+		t.Logf("oneshot=%v: forked %d, then errno %d", oneShot, got, errno)
+		// Go's runtime threads count as well as the children.
+		if got >= 20 || syscall.Errno(errno) != unix.EAGAIN {
+			t.Errorf("oneshot=%v: forked %d children, stopped by errno %d; want fewer than 20, EAGAIN", oneShot, got, errno)
+		}
+	}
+	// The daemon is fine: the next stage runs.
+	out, ws := run(t, pr, Cmd{Path: "/bin/echo", Args: []string{"echo", "fine"}, Dir: cwd})
+	if out != "fine\n" || ws.ExitStatus() != 0 {
+		t.Errorf("after the bomb: %v %q", ws, out)
+	}
+	if r, err := stageCgroups(); err == nil {
+		// Emptied cgroups are kept for the next stages: none may hold a
+		// process once its stage is reaped.
+		ents, _ := os.ReadDir(r.dir)
+		for _, e := range ents {
+			if b, _ := os.ReadFile(filepath.Join(r.dir, e.Name(), "cgroup.procs")); e.IsDir() && len(b) > 0 {
+				t.Errorf("stage cgroup %s still holds %s", e.Name(), b)
+			}
+		}
+	}
+}
+
+// daemonCommand makes the test binary a daemon that starts one long
+// stage through the resident helper, prints the pids of the stage and of
+// a background process of it, and waits to be killed.
+const daemonCommand = "stage-daemon"
+
+func daemonMain(cwd, tmp string) int {
+	pol, err := New("workspace", config.BuiltinProfiles()["workspace"], Paths{Cwd: cwd, Tmp: tmp})
+	if err == nil {
+		var pr *Prepared
+		if pr, err = pol.Prepare(false); err == nil {
+			exe, _ := os.Executable()
+			var p *Proc
+			p, err = pr.Start(Cmd{Helper: exe, Path: "/bin/sh", Dir: cwd, Stdout: os.Stdout, Stderr: os.Stderr,
+				Args: []string{"sh", "-c", "sleep 1000 & echo $!; exec sleep 1000"}})
+			if err == nil {
+				fmt.Println("stage", p.Pid)
+				select {}
+			}
+		}
+	}
+	fmt.Println("error", err)
+	return 1
+}
+
+// TestStagesDieWithTheDaemon kills a daemon with SIGKILL while its stage
+// runs, and requires the stage and what it started in the background to
+// be gone soon after: they are not re-parented to init and left running.
+func TestStagesDieWithTheDaemon(t *testing.T) {
+	if ABI() == 0 {
+		t.Skip("no landlock")
+	}
+	if os.Getuid() == 0 {
+		if _, err := stageCgroups(); err != nil {
+			t.Fatalf("root, and no stage cgroups: %v", err)
+		}
+	}
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cwd, tmp := filepath.Join(root, "cwd"), filepath.Join(root, "tmp")
+	os.Mkdir(cwd, 0o755)
+	os.Mkdir(tmp, 0o755)
+	d := exec.Command(helperExe(t), daemonCommand, cwd, tmp)
+	out, err := d.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Stderr = os.Stderr
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	sc := bufio.NewScanner(out)
+	for len(pids) < 2 && sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if n, err := strconv.Atoi(f[len(f)-1]); err == nil && (len(f) == 1 || f[0] == "stage") {
+			pids = append(pids, n)
+			continue
+		}
+		d.Process.Kill()
+		d.Wait()
+		t.Fatalf("daemon: %s", sc.Text())
+	}
+	if len(pids) < 2 {
+		d.Process.Kill()
+		d.Wait()
+		t.Fatal("daemon said nothing")
+	}
+	for _, p := range pids {
+		if !alive(p) {
+			t.Fatalf("process %d is not running before the daemon is killed", p)
+		}
+	}
+	d.Process.Signal(syscall.SIGKILL)
+	d.Wait()
+	deadline := time.Now().Add(20 * time.Second)
+	for _, p := range pids {
+		for alive(p) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if alive(p) {
+			syscall.Kill(p, syscall.SIGKILL)
+			t.Errorf("process %d of the stage still runs after the daemon was killed", p)
+		}
+	}
+}
+
+// alive reports whether process pid exists and is not a zombie.
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
