@@ -69,8 +69,10 @@ func (r *Runner) hook(ctx context.Context, t *session.Turn, st *setup, name stri
 	return res
 }
 
+// hookEnv is the daemon's environment without secrets (see redact.Env and
+// docs/agents.md) plus the session's variables.
 func (r *Runner) hookEnv(st *setup) []string {
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "OLLIE_ID=" + st.meta.ID}
+	env := append(r.o.Redact.Env(os.Environ(), st.agent.PassEnv), "OLLIE_ID="+st.meta.ID)
 	if r.o.Mount != "" {
 		env = append(env, "OLLIE="+r.o.Mount, "OLLIE_SESSION="+r.o.Mount+"/s/"+st.meta.ID)
 	}

@@ -48,6 +48,17 @@ type Server struct {
 	// Log, if set, receives one line per connection error.
 	Log   *log.Logger
 	Trace io.Writer // protocol trace, for debugging
+	// Redact, if set, cleans the text of every Rerror: an error may quote
+	// a backend that echoed a key.
+	Redact func(string) string
+}
+
+// ename is the text of err as an Rerror sends it.
+func (s *Server) ename(err error) string {
+	if s.Redact != nil {
+		return s.Redact(err.Error())
+	}
+	return err.Error()
 }
 
 // DefaultMsize lets a read or write move 128 KiB in one message: as much

@@ -39,7 +39,7 @@ var prefixes = []struct {
 	p   string
 	min int
 }{
-	{"sk-", 20}, // OpenAI sk-..., sk-proj-..., Anthropic sk-ant-...
+	{"sk-", 20},  // OpenAI sk-..., sk-proj-..., Anthropic sk-ant-...
 	{"AIza", 30}, // Google
 	{"ghp_", 30},
 	{"github_pat_", 30},

@@ -122,3 +122,20 @@ func (r *Redactor) Secrets() int {
 	}
 	return len(r.secrets)
 }
+
+// Patterns applies the credential patterns alone, for code that has no
+// configuration at hand (the backend's error constructor).
+func Patterns(s string) string { return scrubPatterns(s) }
+
+// Cut shortens s to at most n bytes and marks the cut with "...". It never
+// cuts inside a word, so a key is either whole, and redacted, or gone.
+func Cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && valueByte[s[i-1]] && valueByte[s[i]] {
+		i--
+	}
+	return s[:i] + "..."
+}

@@ -148,3 +148,20 @@ func TestEnv(t *testing.T) {
 		t.Errorf("Env = %q, want %q", got, want)
 	}
 }
+
+func TestCut(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"the key " + key + " is here", 12, "the key ..."},
+		{"the key " + key, 8, "the key ..."},
+		{key, 5, "..."},
+	} {
+		if got := Cut(c.in, c.n); got != c.want {
+			t.Errorf("Cut(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"ollie.dev/ollie/internal/errs"
+	"ollie.dev/ollie/internal/redact"
 )
 
 // Options configure a Manager.
@@ -29,6 +30,10 @@ type Options struct {
 	// sub-agents it spawned).
 	OnStop func(id string)
 	Logf   func(format string, args ...any)
+	// Redact cleans every text a session writes (chat, history, events,
+	// errors, reply, system prompt, transcripts). nil still hides
+	// credential headers, but knows no configured key.
+	Redact *redact.Redactor
 }
 
 // Manager holds every session of the daemon.
@@ -269,7 +274,7 @@ func (s *Session) SaveTranscript() error {
 		if err != nil && !os.IsNotExist(err) {
 			return err
 		}
-		if err := writeAtomic(filepath.Join(tr, base+ext), b, 0600); err != nil {
+		if err := writeAtomic(filepath.Join(tr, base+ext), s.m.o.Redact.Bytes(b), 0600); err != nil {
 			return err
 		}
 	}

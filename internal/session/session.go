@@ -269,8 +269,14 @@ func (s *Session) Paused() string {
 
 // appendLocked appends to one of the session's logs, through its open
 // file when the session keeps its logs open, else by opening it for the
-// one write.
+// one write. It is the one way text enters a log, so it is where secrets
+// are redacted.
 func (s *Session) appendLocked(name string, b []byte, durable bool) error {
+	return s.writeLocked(name, s.m.o.Redact.Bytes(b), durable)
+}
+
+// writeLocked appends b, already redacted, to a log.
+func (s *Session) writeLocked(name string, b []byte, durable bool) error {
 	if a := s.open[name]; a != nil {
 		return a.write(b, durable)
 	}
@@ -288,7 +294,8 @@ func (s *Session) appendLocked(name string, b []byte, durable bool) error {
 
 // chatLocked appends text to the chat log.
 func (s *Session) chatLocked(text string, durable bool) error {
-	err := s.appendLocked("chat", []byte(text), durable)
+	text = s.m.o.Redact.String(text)
+	err := s.writeLocked("chat", []byte(text), durable)
 	if err == nil {
 		s.chatSize.Add(int64(len(text)))
 		s.chatVers.Add(1)

@@ -94,7 +94,7 @@ func (s *Session) run(ctx context.Context, tr *turn, t *Turn, compact bool) {
 		data["stopped"] = true
 		s.setStateLocked(Idle)
 	case err != nil:
-		s.lastErr = oneLine(err.Error())
+		s.lastErr = s.m.o.Redact.String(oneLine(err.Error()))
 		s.chatLocked("error: "+s.lastErr+"\n", false)
 		data["error"] = s.lastErr
 		s.setStateLocked(Error)

@@ -90,7 +90,7 @@ func (t *Turn) ReplaceHistory(msgs []json.RawMessage, note string) error {
 		b.WriteByte('\n')
 	}
 	s.reopenLocked("context.jsonl")
-	if err := writeAtomic(s.ContextPath(), b.Bytes(), 0600); err != nil {
+	if err := writeAtomic(s.ContextPath(), s.m.o.Redact.Bytes(b.Bytes()), 0600); err != nil {
 		return err
 	}
 	s.eventLocked("compaction", map[string]any{"messages": len(msgs), "note": note})
@@ -152,6 +152,7 @@ func (t *Turn) StartTurnCost() {
 // SetReply records the last complete assistant reply.
 func (t *Turn) SetReply(text string) error {
 	s := t.S
+	text = s.m.o.Redact.String(text)
 	s.mu.Lock()
 	s.reply, s.replySet = text, true
 	s.mu.Unlock()
@@ -163,6 +164,7 @@ func (t *Turn) SetReply(text string) error {
 // a rename per turn would cost an ext4 journal flush.
 func (t *Turn) SetSystemPrompt(text string) error {
 	s := t.S
+	text = s.m.o.Redact.String(text)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.systemSet && s.system == text {
@@ -186,6 +188,7 @@ func (t *Turn) SetSystemPrompt(text string) error {
 // at most timeout; no answer in time is a denial.
 func (t *Turn) Ask(ctx context.Context, text string, timeout time.Duration) (bool, error) {
 	s := t.S
+	text = s.m.o.Redact.String(text)
 	a := &ask{text: text, answer: make(chan bool, 1)}
 	s.mu.Lock()
 	s.askSeq++
