@@ -113,7 +113,7 @@ func Build(o Options) (*NS, error) {
 	help := sync.OnceValue(func() []byte { return renderHelp(root) })
 	root.Add(tree.Entry{Name: "help", Mode: "r", Doc: "How to use the tree (this file), generated from the tables that define it.",
 		Node: memText(fs, "help", func() ([]byte, error) { return help(), nil })})
-	root.Add(tree.Entry{Name: "backends", Mode: "r", Doc: "One line per backend: name kind base-url default-model (never keys).",
+	root.Add(tree.Entry{Name: "backends", Mode: "r", Doc: "One line per backend: name kind base-url default-model (never keys: no userinfo or secret query parameters).",
 		Node: memText(fs, "backends", func() ([]byte, error) { return renderBackends(c.Backends, o.Redact), nil })})
 	for _, d := range diskDirs {
 		base := c.ConfigDir
