@@ -57,3 +57,13 @@ func FuzzString(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkStringPiece is one streamed piece of chat, as Turn.Chat gets it.
+func BenchmarkStringPiece(b *testing.B) {
+	r := benchRedactor()
+	s := prose[:24]
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		r.String(s)
+	}
+}
