@@ -28,6 +28,7 @@ package redact
 import (
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"ollie.dev/ollie/internal/config"
 )
@@ -128,13 +129,14 @@ func (r *Redactor) Secrets() int {
 func Patterns(s string) string { return scrubPatterns(s) }
 
 // Cut shortens s to at most n bytes and marks the cut with "...". It never
-// cuts inside a word, so a key is either whole, and redacted, or gone.
+// cuts inside a word, so a key is either whole, and redacted, or gone,
+// nor inside a UTF-8 sequence.
 func Cut(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
 	i := n
-	for i > 0 && valueByte[s[i-1]] && valueByte[s[i]] {
+	for i > 0 && (valueByte[s[i-1]] && valueByte[s[i]] || !utf8.RuneStart(s[i])) {
 		i--
 	}
 	return s[:i] + "..."

@@ -159,6 +159,7 @@ func TestCut(t *testing.T) {
 		{"the key " + key + " is here", 12, "the key ..."},
 		{"the key " + key, 8, "the key ..."},
 		{key, 5, "..."},
+		{"préfix", 3, "pr..."},
 	} {
 		if got := Cut(c.in, c.n); got != c.want {
 			t.Errorf("Cut(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
