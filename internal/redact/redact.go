@@ -95,15 +95,25 @@ func FromConfig(c *config.Config, extra ...string) *Redactor {
 // String returns s with every secret replaced by Marker. When s holds
 // none, it is returned as is.
 func (r *Redactor) String(s string) string {
-	if r != nil && r.lit != nil {
-		for _, f := range r.frags {
-			if strings.Contains(s, f) {
-				s = r.lit.Replace(s)
-				break
-			}
+	return scrubPatterns(r.Keys(s))
+}
+
+// Keys replaces the configured secrets only, not the patterns. It is for
+// the history, the model's working memory: there a pattern would rewrite
+// what the model read of the user's files (a config file's password
+// line), and the model would write the marker back into them. Credentials
+// that a backend echoes never reach the history unredacted: the backend's
+// errors are redacted where they are made.
+func (r *Redactor) Keys(s string) string {
+	if r == nil || r.lit == nil {
+		return s
+	}
+	for _, f := range r.frags {
+		if strings.Contains(s, f) {
+			return r.lit.Replace(s)
 		}
 	}
-	return scrubPatterns(s)
+	return s
 }
 
 // Bytes is String for a byte slice. It returns b itself when b holds no
@@ -111,6 +121,15 @@ func (r *Redactor) String(s string) string {
 func (r *Redactor) Bytes(b []byte) []byte {
 	s := string(b)
 	if out := r.String(s); out != s {
+		return []byte(out)
+	}
+	return b
+}
+
+// KeysBytes is Keys for a byte slice.
+func (r *Redactor) KeysBytes(b []byte) []byte {
+	s := string(b)
+	if out := r.Keys(s); out != s {
 		return []byte(out)
 	}
 	return b

@@ -166,3 +166,16 @@ func TestCut(t *testing.T) {
 		}
 	}
 }
+
+func TestKeysOnly(t *testing.T) {
+	r := New(key)
+	in := `{"role":"tool","text":"password: hunter22\nkey ` + key + `"}`
+	want := `{"role":"tool","text":"password: hunter22\nkey [redacted]"}`
+	if got := string(r.KeysBytes([]byte(in))); got != want {
+		t.Errorf("KeysBytes = %q, want %q", got, want)
+	}
+	var nilr *Redactor
+	if got := nilr.Keys(in); got != in {
+		t.Errorf("nil Keys changed %q", got)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,8 +32,9 @@ type Options struct {
 	OnStop func(id string)
 	Logf   func(format string, args ...any)
 	// Redact cleans every text a session writes (chat, history, events,
-	// errors, reply, system prompt, transcripts). nil still hides
-	// credential headers, but knows no configured key.
+	// errors, reply, system prompt, transcripts); the history loses the
+	// configured keys only (see redact.Keys). nil still hides credential
+	// headers, but knows no configured key.
 	Redact *redact.Redactor
 }
 
@@ -86,6 +88,16 @@ func Open(o Options) (*Manager, error) {
 		}
 	}
 	return m, nil
+}
+
+// clean redacts b before it is written to the log or transcript name: the
+// history (context.jsonl, a .jsonl transcript) loses the configured keys,
+// everything else the credential patterns too.
+func (m *Manager) clean(name string, b []byte) []byte {
+	if strings.HasSuffix(name, ".jsonl") && name != "events.jsonl" {
+		return m.o.Redact.KeysBytes(b)
+	}
+	return m.o.Redact.Bytes(b)
 }
 
 func (m *Manager) logf(format string, args ...any) {
@@ -274,7 +286,7 @@ func (s *Session) SaveTranscript() error {
 		if err != nil && !os.IsNotExist(err) {
 			return err
 		}
-		if err := writeAtomic(filepath.Join(tr, base+ext), s.m.o.Redact.Bytes(b), 0600); err != nil {
+		if err := writeAtomic(filepath.Join(tr, base+ext), s.m.clean(ext, b), 0600); err != nil {
 			return err
 		}
 	}

@@ -272,7 +272,7 @@ func (s *Session) Paused() string {
 // one write. It is the one way text enters a log, so it is where secrets
 // are redacted.
 func (s *Session) appendLocked(name string, b []byte, durable bool) error {
-	return s.writeLocked(name, s.m.o.Redact.Bytes(b), durable)
+	return s.writeLocked(name, s.m.clean(name, b), durable)
 }
 
 // writeLocked appends b, already redacted, to a log.

@@ -90,7 +90,7 @@ func (t *Turn) ReplaceHistory(msgs []json.RawMessage, note string) error {
 		b.WriteByte('\n')
 	}
 	s.reopenLocked("context.jsonl")
-	if err := writeAtomic(s.ContextPath(), s.m.o.Redact.Bytes(b.Bytes()), 0600); err != nil {
+	if err := writeAtomic(s.ContextPath(), s.m.clean("context.jsonl", b.Bytes()), 0600); err != nil {
 		return err
 	}
 	s.eventLocked("compaction", map[string]any{"messages": len(msgs), "note": note})
