@@ -116,6 +116,21 @@ func TestKeysNeverLeak(t *testing.T) {
 		wr(t, fsys, "s/"+s.name+"/ctl", "save")
 	}
 
+	// A batch job whose members fail the same way.
+	ctx := context.Background()
+	f, err := fsys.Open(ctx, "b/new", plan9.ORDWR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(ctx, []byte("cwd="+e.cwd+" agent=leaky backend=echo parallel=2\n---\nhello"), 0); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 100)
+	n, _ := f.Read(ctx, buf, 0)
+	f.Clunk(ctx)
+	job := strings.TrimSpace(string(buf[:n]))
+	rd(t, fsys, "b/"+job+"/result")
+
 	// The echo really happened: the server sent the keys back.
 	echoes := strings.Join(e.llm.Echoes(), "\n")
 	for _, k := range []string{"openai key", "anthropic key"} {
@@ -130,7 +145,7 @@ func TestKeysNeverLeak(t *testing.T) {
 	seen := walkTree(t, fsys, e)
 	// Each edge was reached and redacted, so the absence of keys is not luck.
 	for _, p := range []string{"s/leak/chat", "s/leak/wait", "s/leak/events", "s/leak/models (error)",
-		"s/leak/systemprompt", "s/leak2/chat", "s/leak2/models (error)"} {
+		"s/leak/systemprompt", "s/leak2/chat", "s/leak2/models (error)", "b/" + job + "/1/chat", "b/" + job + "/2/wait"} {
 		if !strings.Contains(seen[p], redact.Marker) {
 			t.Errorf("%s shows no %s:\n%s", p, redact.Marker, seen[p])
 		}
@@ -239,11 +254,21 @@ func walkTree(t *testing.T, fsys *client.Fsys, e *leakEnv) map[string]string {
 }
 
 // eventsOnDisk is the events log of the session served at dir (s/NAME or
-// b/JOB/...), found by the id its cfg shows.
+// b/JOB/K), found by the id its cfg shows.
 func (e *leakEnv) eventsOnDisk(t *testing.T, fsys *client.Fsys, dir string) string {
 	for _, line := range strings.Split(rd(t, fsys, dir+"/cfg"), "\n") {
 		if id, ok := strings.CutPrefix(line, "id="); ok {
-			return filepath.Join(e.home, ".local/share/ollie/s", id, "events.jsonl")
+			var found string
+			filepath.WalkDir(filepath.Join(e.home, ".local/share/ollie"), func(p string, d fs.DirEntry, err error) error {
+				if err == nil && d.Name() == "events.jsonl" && filepath.Base(filepath.Dir(p)) == id {
+					found = p
+				}
+				return nil
+			})
+			if found == "" {
+				t.Fatalf("no events.jsonl on disk for session %s", id)
+			}
+			return found
 		}
 	}
 	t.Fatalf("%s/cfg shows no id", dir)
