@@ -55,6 +55,20 @@ func FuzzString(f *testing.F) {
 		if again := r.String(out); again != out {
 			t.Fatalf("not idempotent: %q -> %q", out, again)
 		}
+		for _, n := range []int{0, 7, 64} {
+			c := Cut(s, n)
+			if len(c) > n+3 {
+				t.Fatalf("Cut(%q, %d) = %q: too long", s, n, c)
+			}
+			// A whole key in s is never cut to a partial one.
+			head := strings.TrimSuffix(c, "...")
+			for k := 4; k < len(key) && len(c) < len(s); k++ {
+				if strings.HasSuffix(head, key[:k]) && strings.HasPrefix(s[len(head):], key[k:]) {
+					t.Fatalf("Cut(%q, %d) = %q splits the key", s, n, c)
+				}
+			}
+		}
+		URL(s)
 	})
 }
 
