@@ -41,10 +41,14 @@ func secretValue(t *testing.T, what string) string {
 }
 
 func newLeakEnv(t *testing.T) *leakEnv {
-	e := &leakEnv{llm: llmtest.NewTest(t, &llmtest.Script{Default: &llmtest.Turn{EchoHeaders: true}, EchoModels: true}),
-		keys: map[string]string{"openai key": secretValue(t, "openai"), "anthropic key": secretValue(t, "anthropic"),
-			"key in a base_url": secretValue(t, "userinfo")},
+	e := &leakEnv{keys: map[string]string{"openai key": secretValue(t, "openai"), "anthropic key": secretValue(t, "anthropic"),
+		"key in a base_url": secretValue(t, "userinfo")},
 		passed: secretValue(t, "passed"), withheld: secretValue(t, "withheld")}
+	// Every request fails with the echo, but one that asks the model to
+	// stream the key (which a model could only know by a leak), in pieces
+	// of three bytes.
+	e.llm = llmtest.NewTest(t, &llmtest.Script{Default: &llmtest.Turn{EchoHeaders: true}, EchoModels: true, Chunk: 3,
+		Rules: []llmtest.Rule{{If: "stream the key", Then: llmtest.Turn{Text: "here it is: " + e.keys["openai key"] + " done"}}}})
 	root, _ := filepath.EvalSymlinks(t.TempDir())
 	e.home, e.cwd, e.log = filepath.Join(root, "home"), filepath.Join(root, "proj"), filepath.Join(root, "daemon.log")
 	cfgDir := filepath.Join(e.home, ".config", "ollie")
@@ -60,8 +64,8 @@ func newLeakEnv(t *testing.T) *leakEnv {
 		}
 	}
 	write(filepath.Join(cfgDir, "ollie.json"), `{"backends": [
-		{"name": "echo", "kind": "openai", "base_url": "`+e.llm.URL+`/v1", "api_key_env": "ECHO_LLM_KEY", "model": "llmtest"},
-		{"name": "echo-ant", "kind": "anthropic", "base_url": "`+e.llm.URL+`", "api_key_env": "ECHO_ANT_KEY", "model": "llmtest"},
+		{"name": "echo", "kind": "openai", "base_url": "`+e.llm.URL+`/v1", "api_key_env": "ECHO_LLM_KEY", "model": "llmtest", "context_window": 32768},
+		{"name": "echo-ant", "kind": "anthropic", "base_url": "`+e.llm.URL+`", "api_key_env": "ECHO_ANT_KEY", "model": "llmtest", "context_window": 32768},
 		{"name": "shown", "kind": "ollama", "base_url": "http://user:`+k3+`@127.0.0.1:9/x?api-key=`+k3+`&region=eu&Access_Token=`+k3+`"}]}`, 0o600)
 	// The key file is outside every directory the daemon serves; the hook
 	// and the plugin print it, as a careless one would.
@@ -116,6 +120,13 @@ func TestKeysNeverLeak(t *testing.T) {
 		wr(t, fsys, "s/"+s.name+"/ctl", "save")
 	}
 
+	// A reply that streams the key split across pieces.
+	wr(t, fsys, "s/new", "cwd="+e.cwd+" name=stream backend=echo")
+	wr(t, fsys, "s/stream/prompt", "stream the key\n")
+	if w := rd(t, fsys, "s/stream/wait"); w != "idle\n" {
+		t.Fatalf("stream: wait = %q", w)
+	}
+
 	// A batch job whose members fail the same way.
 	ctx := context.Background()
 	f, err := fsys.Open(ctx, "b/new", plan9.ORDWR)
@@ -145,7 +156,7 @@ func TestKeysNeverLeak(t *testing.T) {
 	seen := walkTree(t, fsys, e)
 	// Each edge was reached and redacted, so the absence of keys is not luck.
 	for _, p := range []string{"s/leak/chat", "s/leak/wait", "s/leak/events", "s/leak/models (error)",
-		"s/leak/systemprompt", "s/leak2/chat", "s/leak2/models (error)", "b/" + job + "/1/chat", "b/" + job + "/2/wait"} {
+		"s/leak/systemprompt", "s/leak2/chat", "s/leak2/models (error)", "b/" + job + "/1/chat", "b/" + job + "/2/wait", "s/stream/chat", "s/stream/reply", "s/stream/context"} {
 		if !strings.Contains(seen[p], redact.Marker) {
 			t.Errorf("%s shows no %s:\n%s", p, redact.Marker, seen[p])
 		}

@@ -160,3 +160,40 @@ func Cut(s string, n int) string {
 	}
 	return s[:i] + "..."
 }
+
+// Held returns how many bytes at the end of s may be the start of a
+// configured key: a stream writer keeps them back until the next piece
+// shows whether the key follows, so a key split across two pieces is
+// still found whole.
+func (r *Redactor) Held(s string) int {
+	if r == nil {
+		return 0
+	}
+	held := 0
+	for _, sec := range r.secrets {
+		// The earliest start is the longest tail; only a tail longer
+		// than the one held already matters.
+		for i := max(0, len(s)-len(sec)+1); i < len(s)-held; i++ {
+			j := strings.IndexByte(s[i:len(s)-held], sec[0])
+			if j < 0 {
+				break
+			}
+			i += j
+			if strings.HasPrefix(sec, s[i:]) {
+				held = len(s) - i
+				break
+			}
+		}
+	}
+	return held
+}
+
+// Unheld is what a stream writer writes of a held tail when the stream
+// ends without the rest: the start of a key of minSecret bytes or more is
+// hidden too.
+func (r *Redactor) Unheld(tail string) string {
+	if len(tail) >= minSecret && r.Held(tail) == len(tail) {
+		return Marker
+	}
+	return tail
+}

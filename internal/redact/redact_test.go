@@ -179,3 +179,39 @@ func TestKeysOnly(t *testing.T) {
 		t.Errorf("nil Keys changed %q", got)
 	}
 }
+
+func TestHeld(t *testing.T) {
+	r := New(key, "sk-other-0123456789")
+	for _, c := range []struct {
+		in   string
+		want int
+	}{
+		{"hello", 0},
+		{"the key is " + key[:5], 5},
+		{"the key is " + key, 0},
+		{"ends in k", 1},
+		{"ends in s", 1},
+		{"ends in sk-o", 4},
+		{"ends in x", 0},
+	} {
+		if got := r.Held(c.in); got != c.want {
+			t.Errorf("Held(%q) = %d, want %d", c.in, got, c.want)
+		}
+	}
+	if r.Unheld(key[:6]) != Marker || r.Unheld("k3") != "k3" || r.Unheld("hello") != "hello" {
+		t.Errorf("Unheld")
+	}
+	// A key streamed in pieces of three bytes comes out whole and redacted.
+	s := "before " + key + " after"
+	var out, hold string
+	for i := 0; i < len(s); i += 3 {
+		text := hold + s[i:min(i+3, len(s))]
+		n := r.Held(text)
+		out += r.String(text[:len(text)-n])
+		hold = text[len(text)-n:]
+	}
+	out += r.String(r.Unheld(hold))
+	if out != "before [redacted] after" {
+		t.Errorf("streamed: %q", out)
+	}
+}

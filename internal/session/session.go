@@ -37,6 +37,7 @@ type Session struct {
 	systemSet bool
 	offset    int64 // chat size just after the last user prompt; -1 until found after a load
 	prev      string
+	chatHold  string      // streamed chat that may start a key (see Turn.Chat)
 	turn      *turn       // the running turn, nil when none
 	removed   atomic.Bool // read without mu: stats of a session's files must not wait for its lock
 	unsynced  bool        // the directory is not yet durable (see New)
@@ -292,8 +293,16 @@ func (s *Session) writeLocked(name string, b []byte, durable bool) error {
 	return a.write(b, durable)
 }
 
-// chatLocked appends text to the chat log.
+// chatLocked appends text to the chat log, after what streamed chat was
+// held back.
 func (s *Session) chatLocked(text string, durable bool) error {
+	if s.chatHold != "" {
+		text = s.m.o.Redact.Unheld(s.chatHold) + text
+		s.chatHold = ""
+	}
+	if text == "" {
+		return nil
+	}
 	text = s.m.o.Redact.String(text)
 	err := s.writeLocked("chat", []byte(text), durable)
 	if err == nil {

@@ -86,6 +86,7 @@ func (s *Session) run(ctx context.Context, tr *turn, t *Turn, compact bool) {
 	err := s.callRunner(ctx, t, compact)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.chatLocked("", false) // what streamed chat was held back
 	stopped := errors.Is(context.Cause(ctx), errStopped)
 	data := map[string]any{"ms": time.Since(start).Milliseconds()}
 	switch {

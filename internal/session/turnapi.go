@@ -13,12 +13,18 @@ import (
 )
 
 // Chat appends streamed text to the chat log. It is not fsync'd: a crash
-// of the daemon loses nothing written, and the turn's end syncs it.
+// of the daemon loses nothing written, and the turn's end syncs it. A
+// tail that may begin a configured key waits for the next piece (or the
+// turn's end), so that a key split across pieces is redacted whole.
 func (t *Turn) Chat(text string) error {
 	s := t.S
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.chatLocked(text, false)
+	text, s.chatHold = s.chatHold+text, ""
+	n := s.m.o.Redact.Held(text)
+	err := s.chatLocked(text[:len(text)-n], false)
+	s.chatHold = text[len(text)-n:]
+	return err
 }
 
 // Append adds one message (any JSON value) to the history.
