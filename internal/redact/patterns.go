@@ -36,15 +36,16 @@ var params = []string{"key", "sig"}
 
 // prefixes are provider keys recognized by their start, case sensitive.
 var prefixes = []struct {
-	p   string
-	min int
+	p    string
+	min  int
+	rare int // index in p of a byte rare in prose, searched for
 }{
-	{"sk-", 20},  // OpenAI sk-..., sk-proj-..., Anthropic sk-ant-...
-	{"AIza", 30}, // Google
-	{"ghp_", 30},
-	{"github_pat_", 30},
-	{"xoxb-", 20},
-	{"xoxp-", 20},
+	{"sk-", 20, 2},  // OpenAI sk-..., sk-proj-..., Anthropic sk-ant-...
+	{"AIza", 30, 0}, // Google
+	{"ghp_", 30, 3},
+	{"github_pat_", 30, 6},
+	{"xoxb-", 20, 4},
+	{"xoxp-", 20, 4},
 }
 
 // minBearer is the shortest value after a bare "Bearer " that is taken for
@@ -102,30 +103,33 @@ func scrubPatterns(s string) string {
 		off = p + 1
 	}
 	for _, pr := range prefixes {
+		// Jump to the prefix's rare byte ('-', '_', 'A'), not to its first
+		// one: memchr for a common letter stops at every word.
+		c := pr.p[pr.rare]
 		for off := 0; ; {
-			k := strings.Index(s[off:], pr.p)
+			k := strings.IndexByte(s[off:], c)
 			if k < 0 {
 				break
 			}
-			i := off + k
+			i := off + k - pr.rare
+			off += k + 1
+			if i < 0 || !strings.HasPrefix(s[i:], pr.p) {
+				continue
+			}
 			if i == 0 || !valueByte[s[i-1]] { // not inside a longer word: task-...
 				add(i, valueEnd(s, i), pr.min)
 			}
-			off = i + len(pr.p)
 		}
 	}
-	for _, w := range []string{"earer ", "EARER "} {
+	for _, w := range []string{"Bearer ", "bearer ", "BEARER "} {
 		for off := 0; ; {
 			k := strings.Index(s[off:], w)
 			if k < 0 {
 				break
 			}
-			i := off + k
-			if i > 0 && s[i-1]|0x20 == 'b' {
-				j := skip(s, i+len(w), " ")
-				add(j, valueEnd(s, j), minBearer)
-			}
-			off = i + len(w)
+			j := skip(s, off+k+len(w), " ")
+			add(j, valueEnd(s, j), minBearer)
+			off += k + len(w)
 		}
 	}
 	if len(sp) == 0 {

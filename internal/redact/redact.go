@@ -68,7 +68,7 @@ func New(secrets ...string) *Redactor {
 		pairs := make([]string, 0, 2*len(r.secrets))
 		for _, s := range r.secrets {
 			pairs = append(pairs, s, Marker)
-			r.frags = append(r.frags, s[max(0, len(s)-fragLen):])
+			r.frags = append(r.frags, fragment(s))
 		}
 		r.lit = strings.NewReplacer(pairs...)
 	}
@@ -196,4 +196,24 @@ func (r *Redactor) Unheld(tail string) string {
 		return Marker
 	}
 	return tail
+}
+
+// common are the bytes of English prose, most frequent first.
+const common = " etaoinshrdlcumwfgypbvk"
+
+// fragment picks the needle by which a secret is searched: up to fragLen
+// bytes starting at its byte least common in prose, as strings.Index
+// jumps from one occurrence of its needle's first byte to the next.
+func fragment(s string) string {
+	best, score := 0, len(common)+1
+	for i := 0; i <= len(s)-min(len(s), minSecret); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A' // case does not make a letter rare: sentences start with one
+		}
+		if sc := strings.IndexByte(common, c) + 1; sc < score {
+			best, score = i, sc
+		}
+	}
+	return s[best:min(len(s), best+fragLen)]
 }
