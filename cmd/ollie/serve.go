@@ -5,10 +5,13 @@ import (
 	"flag"
 	"log"
 	"os"
+	"strings"
 
 	"ollie.dev/ollie/internal/agent"
 	"ollie.dev/ollie/internal/config"
 	"ollie.dev/ollie/internal/daemon"
+	"ollie.dev/ollie/internal/ninep"
+	"ollie.dev/ollie/internal/redact"
 )
 
 // serverFlags are the flags serve and start share; they override the
@@ -72,16 +75,31 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	if err := serveFlags.apply(env.Config); err != nil {
 		return err
 	}
-	logger := log.New(env.Stderr, "ollie: ", log.LstdFlags)
+	// One redactor, from the configuration, for everything the daemon
+	// writes: its log, the backends' errors, the tree.
+	var extra []string
+	if env.Config.Listen != "" {
+		// The 9P token is a secret too; the daemon would make it at
+		// start, so it is made here, to be known to the redactor.
+		if _, err := ninep.LoadOrCreateToken(env.Config.TokenFile()); err != nil {
+			return err
+		}
+		if b, err := os.ReadFile(env.Config.TokenFile()); err == nil {
+			extra = append(extra, strings.TrimSpace(string(b)))
+		}
+	}
+	rd := redact.FromConfig(env.Config, extra...)
+	logger := log.New(rd.Writer(env.Stderr), "ollie: ", log.LstdFlags)
+	log.SetOutput(rd.Writer(log.Writer())) // the few log.Printf of the tree layers
 	mnt := ""
 	if serveFlags.mount != "" {
 		mnt = absPath(serveFlags.mount)
 	}
-	runner, err := agent.FromConfig(env.Config, env.Argv0, mnt, logger.Printf)
+	runner, err := agent.FromConfig(env.Config, env.Argv0, mnt, logger.Printf, rd)
 	if err != nil {
 		return err
 	}
-	d, err := daemon.Start(env.Config, daemon.Options{Log: logger, Runner: runner, Models: runner.Models})
+	d, err := daemon.Start(env.Config, daemon.Options{Log: logger, Runner: runner, Models: runner.Models, Redact: rd})
 	if err != nil {
 		return err
 	}

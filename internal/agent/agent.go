@@ -22,6 +22,7 @@ import (
 	"ollie.dev/ollie/internal/config"
 	"ollie.dev/ollie/internal/errs"
 	"ollie.dev/ollie/internal/execute"
+	"ollie.dev/ollie/internal/redact"
 	"ollie.dev/ollie/internal/session"
 )
 
@@ -41,6 +42,9 @@ type Options struct {
 	// five minutes.
 	MaxRetryWait time.Duration
 	Logf         func(format string, args ...any)
+	// Redact scrubs the environment of hooks and x/ plugins (no keys);
+	// nil drops only variables whose names look like credentials.
+	Redact *redact.Redactor
 }
 
 // Executor runs one execute_code call; *execute.Executor is the real one.

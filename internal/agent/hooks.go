@@ -52,7 +52,7 @@ func (r *Runner) hook(ctx context.Context, t *session.Turn, st *setup, name stri
 	payload["cwd"] = st.meta.Cwd
 	in, _ := json.Marshal(payload)
 	for _, c := range cmds {
-		out, errText, code, ms := runHookCmd(ctx, c, st.meta.Cwd, in, r.hookEnv(st), st.meta.ID)
+		out, errText, code, ms := runHookCmd(ctx, c, st.meta.Cwd, in, r.hookEnv(t, st), st.meta.ID)
 		t.Event("hook", map[string]any{"hook": name, "command": c, "exit": code, "ms": ms})
 		switch code {
 		case 0:
@@ -71,10 +71,12 @@ func (r *Runner) hook(ctx context.Context, t *session.Turn, st *setup, name stri
 	return res
 }
 
-func (r *Runner) hookEnv(st *setup) []string {
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "OLLIE_ID=" + st.meta.ID}
+// hookEnv is the daemon's environment without secrets (see redact.Env and
+// docs/agents.md) plus the session's variables.
+func (r *Runner) hookEnv(t *session.Turn, st *setup) []string {
+	env := append(r.o.Redact.Env(os.Environ(), st.agent.PassEnv), "OLLIE_ID="+st.meta.ID)
 	if r.o.Mount != "" {
-		env = append(env, "OLLIE="+r.o.Mount, "OLLIE_SESSION="+r.o.Mount+"/s/"+st.meta.ID)
+		env = append(env, "OLLIE="+r.o.Mount, "OLLIE_SESSION="+r.o.Mount+"/"+t.S.TreePath())
 	}
 	return env
 }

@@ -36,7 +36,7 @@ func (r *Runner) compose(ctx context.Context, a *agentcfg.Agent, m session.Meta,
 		if p.File != "" {
 			text, err = r.promptFile(p.File)
 		} else {
-			text, err = r.promptExec(ctx, vars.Replace(p.Exec), m.Cwd)
+			text, err = r.promptExec(ctx, vars.Replace(p.Exec), m.Cwd, a.PassEnv)
 		}
 		if err != nil {
 			return "", err
@@ -133,7 +133,9 @@ func (r *Runner) promptFile(name string) (string, error) {
 
 // promptExec runs a plugin of x/ for its output. Plugins are the user's
 // own programs, run by the daemon with a time limit; only x/ is allowed.
-func (r *Runner) promptExec(ctx context.Context, cmdline, cwd string) (string, error) {
+// Their output becomes the system prompt, a file of the tree, so they get
+// the daemon's environment without its keys, like hooks.
+func (r *Runner) promptExec(ctx context.Context, cmdline, cwd string, pass []string) (string, error) {
 	args := strings.Fields(cmdline)
 	if len(args) == 0 {
 		return "", errs.E(errs.Invalid, "empty exec prompt part")
@@ -145,7 +147,7 @@ func (r *Runner) promptExec(ctx context.Context, cmdline, cwd string) (string, e
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(r.o.Config.ConfigDir, "x", name), args[1:]...)
-	cmd.Dir = cwd
+	cmd.Dir, cmd.Env = cwd, r.o.Redact.Env(os.Environ(), pass)
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	if err := cmd.Run(); err != nil {

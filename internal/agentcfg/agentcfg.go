@@ -38,6 +38,9 @@ type Agent struct {
 	SpendLimit float64 `json:"spend_limit_usd,omitempty"`
 	// Concurrency caps the sub-agents one session may run at once.
 	Concurrency int `json:"concurrency,omitempty"`
+	// PassEnv names credential-looking variables (GITHUB_TOKEN ...) that
+	// hooks and x/ plugins may still see; a backend's key never passes.
+	PassEnv []string `json:"pass_env,omitempty"`
 }
 
 // Part is one piece of the system prompt: a file in p/, or the output of
@@ -53,7 +56,10 @@ var HookEvents = []string{"agentSpawn", "preTurn", "postTurn", "preTool", "postT
 // ErrIncomplete marks a document that ends too early: not wrong, unfinished.
 var ErrIncomplete = errors.New("incomplete JSON document")
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+var (
+	nameRE    = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+	envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
 
 // Parse decodes and checks an agent configuration.
 func Parse(data []byte) (*Agent, error) {
@@ -103,6 +109,11 @@ func (a *Agent) check() error {
 			return fmt.Errorf("prompt[%d]: give exactly one of file or exec", i)
 		case p.File != "" && !nameRE.MatchString(p.File):
 			return fmt.Errorf("prompt[%d]: file %q must be a name in p/", i, p.File)
+		}
+	}
+	for _, n := range a.PassEnv {
+		if !envNameRE.MatchString(n) {
+			return fmt.Errorf("pass_env: bad variable name %q", n)
 		}
 	}
 	for ev, cmds := range a.Hooks {

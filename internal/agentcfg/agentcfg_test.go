@@ -29,6 +29,7 @@ func TestParseErrors(t *testing.T) {
 		{`{"hooks":{"onStart":["x"]}}`, "unknown event"},
 		{`{"hooks":{"preTool":[" "]}}`, "empty command"},
 		{`{"backend":"no spaces"}`, "bad name"},
+		{`{"pass_env":["GITHUB TOKEN"]}`, "pass_env: bad variable name"},
 		{`{} []`, "trailing data"},
 		{`nonsense`, "invalid character"},
 	} {

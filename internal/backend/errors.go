@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"ollie.dev/ollie/internal/errs"
+	"ollie.dev/ollie/internal/redact"
 )
 
 // ErrContextOverflow matches, with errors.Is, an error that says the
@@ -79,10 +80,11 @@ func trimPrefixes(msg string, prefixes ...string) string {
 func (e *APIError) Is(target error) bool { return target == ErrContextOverflow && e.Overflow }
 
 // classify completes e and wraps it with the Kind that decides retries.
+// A message may echo the request's headers: it is cut without splitting a
+// key and its credential headers redacted here, at the one constructor;
+// Redacting removes the configured keys themselves.
 func classify(e *APIError) error {
-	if len(e.Message) > 600 {
-		e.Message = e.Message[:600] + "..."
-	}
+	e.Message = redact.Patterns(redact.Cut(e.Message, 600))
 	if e.Status == http.StatusOK {
 		e.Status = 0 // an error event inside a stream that began well
 	}

@@ -21,6 +21,7 @@ import (
 	"ollie.dev/ollie/internal/config"
 	"ollie.dev/ollie/internal/ninep"
 	"ollie.dev/ollie/internal/ns"
+	"ollie.dev/ollie/internal/redact"
 	"ollie.dev/ollie/internal/session"
 	"ollie.dev/ollie/internal/tree"
 	"ollie.dev/ollie/internal/who"
@@ -39,6 +40,9 @@ type Options struct {
 	Counters []ns.Counter
 	// Msize is the largest 9P message offered; 0 means ninep.DefaultMsize.
 	Msize uint32
+	// Redact hides secrets in everything the daemon writes: the log, the
+	// sessions, error replies. nil: one built from the Config.
+	Redact *redact.Redactor
 }
 
 // Daemon is a running server.
@@ -62,10 +66,10 @@ type Daemon struct {
 // Start builds the tree and begins serving. It fails if another daemon
 // holds the socket.
 func Start(cfg *config.Config, o Options) (*Daemon, error) {
-	d := &Daemon{Config: cfg, Start: time.Now(), log: o.Log, conns: map[net.Conn]bool{}, done: make(chan struct{})}
-	if d.log == nil {
-		d.log = log.Default()
+	if o.Redact == nil {
+		o.Redact = redact.FromConfig(cfg)
 	}
+	d := &Daemon{Config: cfg, Start: time.Now(), log: o.Redact.Logger(o.Log), conns: map[net.Conn]bool{}, done: make(chan struct{})}
 	if err := privateDir(filepath.Dir(cfg.Socket)); err != nil {
 		return nil, fmt.Errorf("runtime directory: %v", err)
 	}
@@ -77,7 +81,7 @@ func Start(cfg *config.Config, o Options) (*Daemon, error) {
 
 	var reg *batch.Registry
 	so := session.Options{Runner: o.Runner, CheckAgent: agentChecker(cfg), CheckBackend: backendChecker(cfg), CheckCwd: cwdChecker(cfg),
-		Logf: d.log.Printf, OnStop: func(id string) { reg.StopChildren(id) }, TmpQuotaMB: cfg.Sandbox.TmpQuotaMB}
+		Logf: d.log.Printf, OnStop: func(id string) { reg.StopChildren(id) }, TmpQuotaMB: cfg.Sandbox.TmpQuotaMB, Redact: o.Redact}
 	reg, err = batch.Open(batch.Options{Dir: filepath.Join(cfg.DataDir, "b"), Session: so, MaxRunning: cfg.MaxParallel, Logf: d.log.Printf})
 	if err != nil {
 		d.Close()
@@ -96,8 +100,8 @@ func Start(cfg *config.Config, o Options) (*Daemon, error) {
 	jobs := &jobMaker{cfg: cfg, reg: reg}
 	counters := append(serverCounters(d), sessionCounters(mgr)...)
 	counters = append(counters, o.Counters...)
-	nsp, err := ns.Build(ns.Options{Config: cfg, Uid: userName(), Start: d.Start, Counters: counters,
-		Sessions: &ns.Sessions{M: mgr, Models: o.Models, Spawn: jobs.spawn},
+	nsp, err := ns.Build(ns.Options{Config: cfg, Uid: userName(), Start: d.Start, Counters: counters, Redact: o.Redact,
+		Sessions: &ns.Sessions{M: mgr, Models: redactModels(o.Models, o.Redact), Spawn: jobs.spawn},
 		Batch:    &ns.Batch{R: reg, New: jobs.new}, Extra: o.Extra})
 	if err != nil {
 		d.Close()
@@ -108,6 +112,7 @@ func Start(cfg *config.Config, o Options) (*Daemon, error) {
 	d.Server = ninep.New(nsp.Root)
 	d.Server.Msize = o.Msize
 	d.Server.Guard, d.Server.Resolve = nsp.Guard, who.Stages.Resolve
+	d.Server.Redact = o.Redact.String
 
 	l, err := listenUnix(cfg.Socket)
 	if err != nil {
@@ -253,5 +258,17 @@ func serverCounters(d *Daemon) []ns.Counter {
 		{Name: "conns", Doc: "Open 9P connections.", Read: func() string {
 			return fmt.Sprintf("%d\n", st().Conns.Load())
 		}},
+	}
+}
+
+// redactModels cleans the error of a model listing, which may quote a
+// backend's answer, before it becomes the Rerror of s/<id>/models.
+func redactModels(f func(context.Context, *session.Session) ([]string, error), r *redact.Redactor) func(context.Context, *session.Session) ([]string, error) {
+	if f == nil {
+		return nil
+	}
+	return func(ctx context.Context, s *session.Session) ([]string, error) {
+		ms, err := f(ctx, s)
+		return ms, r.Error(err)
 	}
 }

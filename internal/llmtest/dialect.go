@@ -25,6 +25,10 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, http.StatusUnauthorized, failAuth, 0)
 		return
 	}
+	if s.script.EchoModels {
+		s.echoHeaders(w, d, r, http.StatusBadRequest)
+		return
+	}
 	s.mu.Lock()
 	models := slices.Clone(s.script.Models)
 	s.mu.Unlock()

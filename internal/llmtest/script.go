@@ -33,6 +33,9 @@ type Script struct {
 	// header; a request without it gets the API's 401 error.
 	Key    string  `json:"key,omitempty"`
 	Models []Model `json:"models,omitempty"` // served by the model listings; default one model
+	// EchoModels fails every model listing with an error that echoes the
+	// request's headers (see Turn.EchoHeaders).
+	EchoModels bool `json:"echo_models,omitempty"`
 
 	dir string // directory of the script file, for RawFile
 }
@@ -59,6 +62,10 @@ type Turn struct {
 	Overflow   bool `json:"overflow,omitempty"`
 	CutAfter   int  `json:"cut_after,omitempty"`
 	FailAfter  int  `json:"fail_after,omitempty"`
+	// EchoHeaders answers with an error (Status, default 400) whose
+	// message repeats the request's headers, key included: a server that
+	// echoes them back. Server.Echoes returns what it sent.
+	EchoHeaders bool `json:"echo_headers,omitempty"`
 
 	// Raw, or the contents of RawFile (relative to the script file), is
 	// sent byte for byte as the body of the response: a recorded stream,

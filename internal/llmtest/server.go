@@ -27,6 +27,7 @@ type Server struct {
 	next   int // index in script.Turns of the next turn
 	seq    int // chat requests served, for response ids
 	reqs   []Request
+	echoes []string // messages sent by echoHeaders
 }
 
 // Start starts a server on addr (e.g. "127.0.0.1:0") that answers as sc
@@ -158,6 +159,10 @@ func (s *Server) chat(d *dialect) http.HandlerFunc {
 		turn, seq := s.pick(&req)
 		for k, v := range turn.Headers {
 			w.Header().Set(k, v)
+		}
+		if turn.EchoHeaders {
+			s.echoHeaders(w, d, r, turn.Status)
+			return
 		}
 		if turn.Raw != "" || turn.RawFile != "" {
 			s.replay(w, d, &turn)

@@ -70,7 +70,7 @@ func (c *conn) serve() {
 		c.trace("<-", msg)
 		kept := false
 		if err := parse(msg, &c.req); err != nil {
-			c.obuf = rerror(c.obuf, c.req.tag, err.Error(), c.msize.Load())
+			c.obuf = rerror(c.obuf, c.req.tag, c.srv.ename(err), c.msize.Load())
 		} else {
 			kept = c.dispatch(&c.req, big)
 		}

@@ -114,7 +114,7 @@ func (c *conn) fit(b []byte, start int, tag uint16, err error) []byte {
 		err = errs.E(errs.TooLarge, "reply over msize")
 	}
 	if err != nil {
-		b = rerror(b[:start], tag, err.Error(), msize)
+		b = rerror(b[:start], tag, c.srv.ename(err), msize)
 	}
 	return b
 }

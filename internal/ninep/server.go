@@ -59,6 +59,18 @@ type Server struct {
 	// Both are set before serving and never change.
 	Guard   tree.Guard
 	Resolve func(pid int) *tree.Principal
+
+	// Redact, if set, cleans the text of every Rerror: an error may quote
+	// a backend that echoed a key.
+	Redact func(string) string
+}
+
+// ename is the text of err as an Rerror sends it.
+func (s *Server) ename(err error) string {
+	if s.Redact != nil {
+		return s.Redact(err.Error())
+	}
+	return err.Error()
 }
 
 // DefaultMsize lets a read or write move 128 KiB in one message: as much

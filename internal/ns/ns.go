@@ -24,6 +24,7 @@ import (
 	"ollie.dev/ollie/internal/agentcfg"
 	"ollie.dev/ollie/internal/config"
 	"ollie.dev/ollie/internal/index"
+	"ollie.dev/ollie/internal/redact"
 	"ollie.dev/ollie/internal/tree"
 )
 
@@ -40,6 +41,8 @@ type Options struct {
 	Batch *Batch
 	// Extra root entries (b/ ...) provided by other layers.
 	Extra []tree.Entry
+	// Redact hides configured keys that a base URL may hold.
+	Redact *redact.Redactor
 }
 
 // Counter is one file of stats/.
@@ -111,8 +114,8 @@ func Build(o Options) (*NS, error) {
 	help := sync.OnceValue(func() []byte { return renderHelp(root) })
 	root.Add(tree.Entry{Name: "help", Mode: "r", Doc: "How to use the tree (this file), generated from the tables that define it.",
 		Node: fs.Text("help", func() ([]byte, error) { return help(), nil })})
-	root.Add(tree.Entry{Name: "backends", Mode: "r", Doc: "One line per backend: name kind base-url default-model (never keys).",
-		Node: fs.Text("backends", func() ([]byte, error) { return renderBackends(c.Backends), nil })})
+	root.Add(tree.Entry{Name: "backends", Mode: "r", Doc: "One line per backend: name kind base-url default-model (never keys: no userinfo or secret query parameters).",
+		Node: fs.Text("backends", func() ([]byte, error) { return renderBackends(c.Backends, o.Redact), nil })})
 	for _, d := range diskDirs {
 		base := c.ConfigDir
 		if d.data {
@@ -192,14 +195,20 @@ func (n *NS) scriptDir(dir, name string) (*tree.DiskDir, error) {
 	return n.FS.NewDiskDir(name, r, &tree.DiskPolicy{Exec: true}), nil
 }
 
-func renderBackends(bs []config.Backend) []byte {
+// renderBackends shows each base URL without its userinfo and secret
+// query parameters, and without any configured key it may still hold.
+func renderBackends(bs []config.Backend, r *redact.Redactor) []byte {
 	var b strings.Builder
 	for _, be := range bs {
 		model := be.Model
 		if model == "" {
 			model = "-"
 		}
-		fmt.Fprintf(&b, "%s %s %s %s\n", be.Name, be.Kind, orDash(be.BaseURL), model)
+		base := be.BaseURL
+		if base != "" {
+			base = r.String(redact.URL(base))
+		}
+		fmt.Fprintf(&b, "%s %s %s %s\n", be.Name, be.Kind, orDash(base), model)
 	}
 	return []byte(b.String())
 }

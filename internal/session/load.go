@@ -37,7 +37,7 @@ func (m *Manager) load(id string) (*Session, error) {
 		s.paused = "queued prompts wait for ctl resume after a restart"
 	}
 	if e, ok := last.Data["error"].(string); ok && last.Type == "turn_end" {
-		s.state, s.lastErr = Error, e
+		s.state, s.lastErr = Error, m.o.Redact.String(e)
 	}
 	s.publishLocked() // s is not shared yet
 	return s, nil

@@ -7,11 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"ollie.dev/ollie/internal/errs"
+	"ollie.dev/ollie/internal/redact"
 )
 
 // Options configure a Manager.
@@ -39,6 +41,11 @@ type Options struct {
 	// TmpQuotaMB is the size of each session's tmp (a tmpfs where the
 	// daemon may mount one); 0 for none.
 	TmpQuotaMB int
+	// Redact cleans every text a session writes (chat, history, events,
+	// errors, reply, system prompt, transcripts); the history loses the
+	// configured keys only (see redact.Keys). nil still hides credential
+	// headers, but knows no configured key.
+	Redact *redact.Redactor
 }
 
 // Manager holds every session of the daemon.
@@ -91,6 +98,16 @@ func Open(o Options) (*Manager, error) {
 		}
 	}
 	return m, nil
+}
+
+// clean redacts b before it is written to the log or transcript name: the
+// history (context.jsonl, a .jsonl transcript) loses the configured keys,
+// everything else the credential patterns too.
+func (m *Manager) clean(name string, b []byte) []byte {
+	if strings.HasSuffix(name, ".jsonl") && name != "events.jsonl" {
+		return m.o.Redact.KeysBytes(b)
+	}
+	return m.o.Redact.Bytes(b)
 }
 
 func (m *Manager) logf(format string, args ...any) {
@@ -282,7 +299,7 @@ func (s *Session) SaveTranscript() error {
 		if err != nil && !os.IsNotExist(err) {
 			return err
 		}
-		if err := writeAtomic(filepath.Join(tr, base+ext), b, 0600); err != nil {
+		if err := writeAtomic(filepath.Join(tr, base+ext), s.m.clean(ext, b), 0600); err != nil {
 			return err
 		}
 	}

@@ -37,6 +37,7 @@ type Session struct {
 	systemSet bool
 	offset    int64 // chat size just after the last user prompt; -1 until found after a load
 	prev      string
+	chatHold  string      // streamed chat that may start a key (see Turn.Chat)
 	turn      *turn       // the running turn, nil when none
 	removed   atomic.Bool // read without mu: stats of a session's files must not wait for its lock
 	unsynced  bool        // the directory is not yet durable (see New)
@@ -287,8 +288,14 @@ func (s *Session) Paused() string {
 
 // appendLocked appends to one of the session's logs, through its open
 // file when the session keeps its logs open, else by opening it for the
-// one write.
+// one write. It is the one way text enters a log, so it is where secrets
+// are redacted.
 func (s *Session) appendLocked(name string, b []byte, durable bool) error {
+	return s.writeLocked(name, s.m.clean(name, b), durable)
+}
+
+// writeLocked appends b, already redacted, to a log.
+func (s *Session) writeLocked(name string, b []byte, durable bool) error {
 	if a := s.open[name]; a != nil {
 		return a.write(b, durable)
 	}
@@ -304,9 +311,18 @@ func (s *Session) appendLocked(name string, b []byte, durable bool) error {
 	return a.write(b, durable)
 }
 
-// chatLocked appends text to the chat log.
+// chatLocked appends text to the chat log, after what streamed chat was
+// held back.
 func (s *Session) chatLocked(text string, durable bool) error {
-	err := s.appendLocked("chat", []byte(text), durable)
+	if s.chatHold != "" {
+		text = s.m.o.Redact.Unheld(s.chatHold) + text
+		s.chatHold = ""
+	}
+	if text == "" {
+		return nil
+	}
+	text = s.m.o.Redact.String(text)
+	err := s.writeLocked("chat", []byte(text), durable)
 	if err == nil {
 		s.chatSize.Add(int64(len(text)))
 		s.chatVers.Add(1)

@@ -86,6 +86,7 @@ func (s *Session) run(ctx context.Context, tr *turn, t *Turn, compact bool) {
 	err := s.callRunner(ctx, t, compact)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.chatLocked("", false) // what streamed chat was held back
 	stopped := errors.Is(context.Cause(ctx), errStopped)
 	data := map[string]any{"ms": time.Since(start).Milliseconds()}
 	switch {
@@ -94,7 +95,7 @@ func (s *Session) run(ctx context.Context, tr *turn, t *Turn, compact bool) {
 		data["stopped"] = true
 		s.setStateLocked(Idle)
 	case err != nil:
-		s.lastErr = oneLine(err.Error())
+		s.lastErr = s.m.o.Redact.String(oneLine(err.Error()))
 		s.chatLocked("error: "+s.lastErr+"\n", false)
 		data["error"] = s.lastErr
 		s.setStateLocked(Error)

@@ -13,12 +13,18 @@ import (
 )
 
 // Chat appends streamed text to the chat log. It is not fsync'd: a crash
-// of the daemon loses nothing written, and the turn's end syncs it.
+// of the daemon loses nothing written, and the turn's end syncs it. A
+// tail that may begin a configured key waits for the next piece (or the
+// turn's end), so that a key split across pieces is redacted whole.
 func (t *Turn) Chat(text string) error {
 	s := t.S
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.chatLocked(text, false)
+	text, s.chatHold = s.chatHold+text, ""
+	n := s.m.o.Redact.Held(text)
+	err := s.chatLocked(text[:len(text)-n], false)
+	s.chatHold = text[len(text)-n:]
+	return err
 }
 
 // Append adds one message (any JSON value) to the history.
@@ -90,7 +96,7 @@ func (t *Turn) ReplaceHistory(msgs []json.RawMessage, note string) error {
 		b.WriteByte('\n')
 	}
 	s.reopenLocked("context.jsonl")
-	if err := writeAtomic(s.ContextPath(), b.Bytes(), 0600); err != nil {
+	if err := writeAtomic(s.ContextPath(), s.m.clean("context.jsonl", b.Bytes()), 0600); err != nil {
 		return err
 	}
 	s.eventLocked("compaction", map[string]any{"messages": len(msgs), "note": note})
@@ -152,6 +158,7 @@ func (t *Turn) StartTurnCost() {
 // SetReply records the last complete assistant reply.
 func (t *Turn) SetReply(text string) error {
 	s := t.S
+	text = s.m.o.Redact.String(text)
 	s.mu.Lock()
 	s.reply, s.replySet = text, true
 	s.mu.Unlock()
@@ -163,6 +170,7 @@ func (t *Turn) SetReply(text string) error {
 // a rename per turn would cost an ext4 journal flush.
 func (t *Turn) SetSystemPrompt(text string) error {
 	s := t.S
+	text = s.m.o.Redact.String(text)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.systemSet && s.system == text {
@@ -186,6 +194,7 @@ func (t *Turn) SetSystemPrompt(text string) error {
 // at most timeout; no answer in time is a denial.
 func (t *Turn) Ask(ctx context.Context, text string, timeout time.Duration) (bool, error) {
 	s := t.S
+	text = s.m.o.Redact.String(text)
 	a := &ask{text: text, answer: make(chan bool, 1)}
 	s.mu.Lock()
 	s.askSeq++
