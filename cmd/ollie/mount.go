@@ -54,7 +54,7 @@ func runMount(ctx context.Context, env *Env, args []string) error {
 	if len(args) > 2 {
 		return usagef("too many arguments")
 	}
-	dir, addr := env.Config.Mount, env.Config.Socket
+	dir, addr := env.Config.Mount, localSocket(env.Config)
 	if len(args) > 0 {
 		dir = args[0]
 	}

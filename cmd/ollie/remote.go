@@ -5,10 +5,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"os/user"
 	"path"
+	"path/filepath"
+	"strconv"
 	"strings"
 
+	"ollie.dev/ollie/internal/config"
 	"ollie.dev/ollie/internal/ninep/client"
 )
 
@@ -33,7 +37,7 @@ func declareToken(fs *flag.FlagSet, dst *string) {
 func (a *addrFlag) dial(ctx context.Context, env *Env) (*client.Fsys, error) {
 	addr := a.addr
 	if addr == "" {
-		addr = env.Config.Socket
+		addr = localSocket(env.Config)
 	}
 	d := env.dialer(a.token)
 	fsys, err := d.Mount(ctx, addr, userName(), "")
@@ -107,4 +111,32 @@ func readTreeFile(ctx context.Context, addr, p string) ([]byte, error) {
 	}
 	defer fsys.Close()
 	return fsys.ReadFile(ctx, p)
+}
+
+// localSocket finds the local daemon's socket: the configured one if it
+// is there, else the one the daemon wrote into its state directory (a
+// client started with a clean environment, as MCP hosts start servers,
+// has no XDG_RUNTIME_DIR), else the usual runtime directories of this
+// user. With none there, the configured path, for the error to name.
+func localSocket(c *config.Config) string {
+	if isSocket(c.Socket) {
+		return c.Socket
+	}
+	if b, err := os.ReadFile(c.SocketFile()); err == nil {
+		if p := strings.TrimSpace(string(b)); isSocket(p) {
+			return p
+		}
+	}
+	uid := strconv.Itoa(os.Getuid())
+	for _, p := range []string{"/run/user/" + uid + "/ollie/ollie.sock", filepath.Join(os.TempDir(), "ollie-"+uid, "ollie.sock")} {
+		if isSocket(p) {
+			return p
+		}
+	}
+	return c.Socket
+}
+
+func isSocket(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode()&os.ModeSocket != 0
 }

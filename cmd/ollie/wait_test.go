@@ -43,3 +43,24 @@ func TestHelpAligned(t *testing.T) {
 		t.Fatalf("no commands listed:\n%s", out)
 	}
 }
+
+// A client started with a clean environment (only HOME, as MCP hosts
+// start servers; with env -i even HOME comes from the password database)
+// finds the daemon through the socket path it wrote in its state
+// directory, though its XDG_RUNTIME_DIR is not the daemon's.
+func TestFindsDaemonWithoutRuntimeDir(t *testing.T) {
+	s := serveMount(t)
+	var home string
+	for _, e := range s.env {
+		if h, ok := strings.CutPrefix(e, "HOME="); ok {
+			home = h
+		}
+	}
+	clean := []string{"HOME=" + home}
+	if out, code := ollie(t, clean, "", "ls", "s"); code != 0 || !strings.Contains(out, "new") {
+		t.Fatalf("ollie ls s with only HOME: %d %q", code, out)
+	}
+	if out, code := ollie(t, clean, "", "wait", "nosuch"); code != 1 || !strings.Contains(out, "nosuch") {
+		t.Errorf("ollie wait nosuch with only HOME: %d %q", code, out)
+	}
+}

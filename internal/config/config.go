@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -26,7 +27,27 @@ type Env struct {
 }
 
 // OSEnv returns the real process environment.
-func OSEnv() Env { return Env{Get: os.Getenv, UID: os.Getuid()} }
+//
+// A process started with an empty environment (as MCP hosts start their
+// servers) still finds its home: HOME falls back to the user's entry in
+// the password database.
+func OSEnv() Env {
+	get := func(k string) string {
+		v := os.Getenv(k)
+		if v == "" && k == "HOME" {
+			if u, err := user.Current(); err == nil {
+				v = u.HomeDir
+			}
+		}
+		return v
+	}
+	return Env{Get: get, UID: os.Getuid()}
+}
+
+// SocketFile is where a running daemon writes the path of its socket, in
+// its state directory, for clients whose environment lacks the
+// XDG_RUNTIME_DIR the daemon had.
+func (c *Config) SocketFile() string { return filepath.Join(c.StateDir, "socket") }
 
 // Config is the whole configuration of one ollie process.
 type Config struct {

@@ -133,6 +133,11 @@ func Start(cfg *config.Config, o Options) (*Daemon, error) {
 	} else {
 		d.OnClose(func() { os.Remove(filepath.Join(cfg.StateDir, "ollie.pid")) })
 	}
+	if err := os.WriteFile(cfg.SocketFile(), []byte(cfg.Socket+"\n"), 0600); err != nil {
+		d.log.Printf("socket file: %v", err)
+	} else {
+		d.OnClose(func() { os.Remove(cfg.SocketFile()) })
+	}
 	return d, nil
 }
 
