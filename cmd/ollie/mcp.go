@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"ollie.dev/ollie/internal/mcpbridge"
+	"ollie.dev/ollie/internal/redact"
 )
 
 // mcpFlags are the flags of `ollie mcp`, given before the verb.
@@ -21,6 +22,7 @@ var mcpFlags struct {
 	servers listFlag
 	url     string
 	headers listFlag
+	envs    listFlag
 	text    bool
 	idx     string
 	timeout time.Duration
@@ -67,6 +69,7 @@ A failing call prints the server's message and exits 1. See docs/mcp.md.`,
 			fs.Var(&f.servers, "servers", "read the server list from `FILE` (repeatable; default mcp.json, t/mcp.d/servers.json)")
 			fs.StringVar(&f.url, "url", "", "a streamable HTTP server at `URL`")
 			fs.Var(&f.headers, "H", "add the HTTP `header` 'Key: value' (repeatable)")
+			fs.Var(&f.envs, "e", "-- COMMAND: set `KEY=VALUE` in its environment (repeatable)")
 			fs.BoolVar(&f.text, "text", false, "print text: idx lines for tools, text content for calls")
 			fs.StringVar(&f.idx, "idx", "", "tools: also write the idx lines to `FILE`")
 			fs.DurationVar(&f.timeout, "timeout", 0, "give up after `D` (default: never)")
@@ -201,6 +204,19 @@ func mcpTarget(env *Env, command []string) (mcpbridge.Target, error) {
 		tg = mcpbridge.Target{Name: f.url, URL: f.url}
 	default:
 		tg = mcpbridge.Server{Command: command[0], Args: command[1:]}.Target(filepath.Base(command[0]), os.Getenv)
+		// A command of the caller's own gets the caller's environment, as
+		// a shell would give it, less what looks like a secret or is a
+		// configured key; -e adds to it.
+		tg.Env = redact.FromConfig(env.Config).Env(os.Environ(), nil)
+		for _, kv := range f.envs {
+			if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+				return tg, usagef("-e %q: want KEY=VALUE", kv)
+			}
+			tg.Env = append(tg.Env, kv)
+		}
+	}
+	if len(f.envs) > 0 && len(command) == 0 {
+		return tg, usagef("-e sets the environment of a -- COMMAND; a configured server takes env in its list")
 	}
 	for _, h := range f.headers {
 		k, v, ok := strings.Cut(h, ":")

@@ -291,3 +291,27 @@ func TestMCPNamedServersAndProxy(t *testing.T) {
 		t.Errorf("proxy on a public address: exit %d\n%s", code, errOut)
 	}
 }
+
+// The -- form gives the server the caller's environment less its secrets,
+// and -e adds to it (server-memory reads MEMORY_FILE_PATH so).
+func TestMCPCommandEnv(t *testing.T) {
+	t.Parallel()
+	ev := mcptest.EverythingCmd(t)
+	env := append(mcpEnv(t), "FROM_CALLER=here", "SOME_API_KEY=sk-should-not-pass-1234567890")
+	args := append([]string{"mcp", "-text", "-e", "MEMORY_FILE_PATH=/x/m.json", "call", "get-env", "--"}, ev...)
+	out, errOut, code := ollie3(t, env, "", args...)
+	if code != 0 {
+		t.Fatalf("get-env: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{"FROM_CALLER", "here", "MEMORY_FILE_PATH", "/x/m.json"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the server's environment lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "sk-should-not-pass") || strings.Contains(out, "SOME_API_KEY") {
+		t.Errorf("a secret reached the server:\n%s", out)
+	}
+	if _, errOut, code := ollie3(t, mcpEnv(t), "", append([]string{"mcp", "-e", "novalue", "tools", "--"}, ev...)...); code != 2 || !strings.Contains(errOut, "want KEY=VALUE") {
+		t.Errorf("-e novalue: exit %d %s", code, errOut)
+	}
+}

@@ -3,6 +3,7 @@ package mcpbridge
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -143,7 +144,9 @@ func typeName(s *schema) string {
 	if len(alts) > 0 {
 		var ts []string
 		for _, a := range alts {
-			if n := typeName(a); n != "null" {
+			// string|string (alternatives that differ only in a format or
+			// pattern) reads as string.
+			if n := typeName(a); n != "null" && !slices.Contains(ts, n) {
 				ts = append(ts, n)
 			}
 		}
