@@ -8,7 +8,6 @@
 package batch
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -17,6 +16,7 @@ import (
 
 	"ollie.dev/ollie/internal/errs"
 	"ollie.dev/ollie/internal/session"
+	"ollie.dev/ollie/internal/valid"
 )
 
 // Spec describes a job.
@@ -85,10 +85,15 @@ func Open(o Options) (*Registry, error) {
 // ParseSpec reads a job spec: key=value settings, a line "---", then the
 // prompt. parse turns the settings part into a map (the tree's parser).
 func ParseSpec(text string, parse func(string) (map[string]string, error)) (Spec, error) {
+	if err := valid.String("job spec", text); err != nil {
+		return Spec{}, err
+	}
 	head, prompt, ok := strings.Cut(text, "\n---\n")
 	if !ok {
 		if h, found := strings.CutSuffix(text, "\n---"); found {
 			head, prompt, ok = h, "", true
+		} else if p, found := strings.CutPrefix(text, "---\n"); found {
+			head, prompt, ok = "", p, true // no settings: all defaults
 		}
 	}
 	if !ok {
@@ -100,8 +105,8 @@ func ParseSpec(text string, parse func(string) (map[string]string, error)) (Spec
 	}
 	sp := Spec{Agent: kv["agent"], Backend: kv["backend"], Model: kv["model"], Cwd: kv["cwd"], Prompt: prompt, Parallel: 1}
 	if p := kv["parallel"]; p != "" {
-		if _, err := fmt.Sscan(p, &sp.Parallel); err != nil || sp.Parallel < 1 || sp.Parallel > 256 {
-			return Spec{}, errs.E(errs.Invalid, "parallel="+p+": want a number from 1 to 256")
+		if sp.Parallel, err = valid.Int("parallel", p, 1, MaxParallel); err != nil {
+			return Spec{}, err
 		}
 	}
 	if strings.TrimSpace(sp.Prompt) == "" {
@@ -109,6 +114,9 @@ func ParseSpec(text string, parse func(string) (map[string]string, error)) (Spec
 	}
 	return sp, nil
 }
+
+// MaxParallel is the most members one job may have.
+const MaxParallel = 256
 
 // SpecKeys are the settings a job spec accepts.
 var SpecKeys = []string{"agent", "backend", "model", "cwd", "parallel"}

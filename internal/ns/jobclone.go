@@ -7,6 +7,7 @@ import (
 
 	"ollie.dev/ollie/internal/batch"
 	"ollie.dev/ollie/internal/errs"
+	"ollie.dev/ollie/internal/valid"
 )
 
 // cloneFile is an open of a clone file (s/new, b/new, a session's spawn):
@@ -89,10 +90,13 @@ func newJobClone(make func(string) (string, error)) *cloneFile {
 	return newClone(specMsg, jobTemplate, make)
 }
 
-// checkHead fails early on settings lines that are wrong already (done
+// checkHead fails early on NUL bytes and on settings lines that are wrong already (done
 // is the complete lines received so far), so a garbled spec is reported
 // on its write, not at close.
 func checkHead(done string) error {
+	if err := valid.String("job spec", done); err != nil {
+		return err // a NUL: the framing checks UTF-8 itself
+	}
 	for _, line := range strings.Split(done, "\n") {
 		if line == "---" {
 			return nil

@@ -1,11 +1,11 @@
 package session
 
 import (
-	"fmt"
 	"path/filepath"
 	"strconv"
 
 	"ollie.dev/ollie/internal/errs"
+	"ollie.dev/ollie/internal/valid"
 )
 
 // CfgKeys are the keys of cfg, in the order they are shown. id, name and
@@ -63,8 +63,11 @@ func keys(kv map[string]string) []string {
 	return out
 }
 
+// maxParam bounds the whole-number settings of cfg, as agentcfg bounds
+// the same keys in a/*.json.
+var maxParam = map[string]int{"max_tokens": 1 << 20, "max_steps": 10000}
+
 func (m *Manager) setField(meta *Meta, k, v string, busy bool) error {
-	bad := func(why string) error { return errs.E(errs.Invalid, fmt.Sprintf("%s=%s: %s", k, v, why)) }
 	switch k {
 	case "id", "name", "state", "sandbox":
 		return errs.E(errs.Permission, k+" is read-only here")
@@ -103,18 +106,17 @@ func (m *Manager) setField(meta *Meta, k, v string, busy bool) error {
 			meta.Params.Temperature = nil
 			return nil
 		}
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || f < 0 || f > 2 {
-			return bad("want a number from 0 to 2")
+		f, err := valid.Float(k, v, 0, 2)
+		if err != nil {
+			return err
 		}
 		meta.Params.Temperature = &f
 	case "max_tokens", "max_steps":
 		n := 0
 		if v != "" {
 			var err error
-			n, err = strconv.Atoi(v)
-			if err != nil || n < 1 || n > 1<<20 {
-				return bad("want a positive whole number")
+			if n, err = valid.Int(k, v, 1, maxParam[k]); err != nil {
+				return err
 			}
 		}
 		if k == "max_tokens" {
@@ -123,7 +125,7 @@ func (m *Manager) setField(meta *Meta, k, v string, busy bool) error {
 			meta.Params.MaxSteps = n
 		}
 	default:
-		return errs.E(errs.Invalid, "unknown key "+strconv.Quote(k))
+		return errs.E(errs.Invalid, "unknown key "+strconv.Quote(k)+" (writable: agent backend model cwd temperature max_tokens max_steps)")
 	}
 	return nil
 }

@@ -1,14 +1,15 @@
 package session
 
 import (
-	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"ollie.dev/ollie/internal/errs"
+	"ollie.dev/ollie/internal/valid"
 )
 
 // EnvVar is one variable of the session's tool environment.
@@ -30,24 +31,43 @@ func IsSecretKey(k string) bool {
 	return false
 }
 
-// Env returns the session's tool environment, sorted by key.
+// Env returns the session's tool environment, sorted by key. A variable
+// that could not be passed to a program (written before env was checked)
+// is left out rather than failing every tool call.
 func (s *Session) Env() []EnvVar {
 	var vars []EnvVar
 	readJSON(filepath.Join(s.dir, "env.json"), &vars)
-	return vars
+	ok := vars[:0]
+	for _, v := range vars {
+		if validEnvKey(v.Key) && checkEnvValue(v.Key, v.Value) == nil {
+			ok = append(ok, v)
+		}
+	}
+	return ok
 }
+
+// Limits of env. Linux refuses to exec a program with one environment
+// string over 128 KiB (MAX_ARG_STRLEN), so a bigger value would fail every
+// tool call; the total keeps room for the arguments.
+const (
+	maxEnvValue = 32 << 10
+	maxEnvTotal = 256 << 10
+)
 
 // SetEnv applies KEY=VALUE lines: each sets a variable, "KEY=" removes
 // one, and a line "secret KEY=VALUE" marks a variable secret whatever its
-// name. The whole write applies, or none of it.
+// name. The whole write applies, or none of it. Errors name the key and
+// never show a value: it may be a secret.
 func (s *Session) SetEnv(data []byte) error {
+	if err := valid.Text("env", data); err != nil {
+		return err
+	}
 	cur := map[string]EnvVar{}
 	for _, v := range s.Env() {
 		cur[v.Key] = v
 	}
-	sc := bufio.NewScanner(strings.NewReader(string(data)))
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
@@ -57,21 +77,50 @@ func (s *Session) SetEnv(data []byte) error {
 		}
 		k, v, ok := strings.Cut(line, "=")
 		if !ok || !validEnvKey(k) {
-			return errs.E(errs.Invalid, "env: want KEY=VALUE lines, got "+quoteShort(line))
+			return errs.E(errs.Invalid, "env: want KEY=VALUE lines (KEY of letters, digits and _, not starting with a digit), got "+envKeyShort(k, ok))
 		}
 		if v == "" {
 			delete(cur, k)
 			continue
 		}
+		if err := checkEnvValue(k, v); err != nil {
+			return err
+		}
 		cur[k] = EnvVar{Key: k, Value: v, Secret: secret || IsSecretKey(k) || cur[k].Secret}
 	}
 	vars := make([]EnvVar, 0, len(cur))
+	total := 0
 	for _, v := range cur {
 		vars = append(vars, v)
+		total += len(v.Key) + len(v.Value) + 2
+	}
+	if total > maxEnvTotal {
+		return errs.E(errs.TooLarge, fmt.Sprintf("env: %d bytes in all, over %d", total, maxEnvTotal))
 	}
 	sort.Slice(vars, func(i, j int) bool { return vars[i].Key < vars[j].Key })
 	b, _ := json.Marshal(vars)
 	return writeAtomic(filepath.Join(s.dir, "env.json"), b, 0600)
+}
+
+// checkEnvValue checks what a program's environment can hold: text,
+// without NUL (which would end the string early), of bounded size.
+func checkEnvValue(k, v string) error {
+	if err := valid.String("env: "+k, v); err != nil {
+		return err
+	}
+	if len(v) > maxEnvValue {
+		return errs.E(errs.TooLarge, fmt.Sprintf("env: %s: value of %d bytes, over %d", k, len(v), maxEnvValue))
+	}
+	return nil
+}
+
+// envKeyShort shows what stood for a key in a bad line: the part before
+// "=" only, since the rest may be a secret value.
+func envKeyShort(k string, hadEq bool) string {
+	if !hadEq {
+		return "a line without ="
+	}
+	return quoteShort(k) + "="
 }
 
 func validEnvKey(k string) bool {

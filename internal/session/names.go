@@ -12,9 +12,13 @@ import (
 
 	"ollie.dev/ollie/internal/config"
 	"ollie.dev/ollie/internal/errs"
+	"ollie.dev/ollie/internal/valid"
 )
 
 func checkCwd(p string) error {
+	if err := valid.String("cwd", p); err != nil {
+		return err
+	}
 	if !filepath.IsAbs(p) {
 		return errs.E(errs.Invalid, "cwd "+strconv.Quote(p)+" is not an absolute path")
 	}
@@ -37,8 +41,11 @@ func (m *Manager) checkCwd(p string) error {
 }
 
 func checkModel(m string) error {
-	if len(m) > 200 || strings.ContainsAny(m, "\n\t\x00") {
-		return errs.E(errs.Invalid, "bad model name "+strconv.Quote(m))
+	if err := valid.String("model", m); err != nil {
+		return err
+	}
+	if len(m) > 200 || strings.ContainsAny(m, "\n\t") {
+		return errs.E(errs.Invalid, "bad model name "+strconv.Quote(m)+": at most 200 bytes, no tab or newline")
 	}
 	return nil
 }

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"unicode/utf8"
 
 	"ollie.dev/ollie/internal/errs"
+	"ollie.dev/ollie/internal/valid"
 )
 
 // Session is one agent session. Its exported methods are safe for
@@ -195,10 +195,8 @@ func checkPrompt(p string) error {
 		return errs.E(errs.Invalid, "empty prompt")
 	case len(p) > maxPrompt:
 		return errs.E(errs.TooLarge, "prompt over 4 MiB")
-	case !utf8.ValidString(p):
-		return errs.E(errs.Invalid, "prompt is not UTF-8 text")
 	}
-	return nil
+	return valid.String("prompt", p)
 }
 
 const maxPrompt = 4 << 20
