@@ -12,6 +12,8 @@ import (
 	"io"
 	"regexp"
 	"strings"
+
+	"ollie.dev/ollie/internal/valid"
 )
 
 // Agent is one agent configuration.
@@ -63,6 +65,10 @@ var (
 
 // Parse decodes and checks an agent configuration.
 func Parse(data []byte) (*Agent, error) {
+	// encoding/json would replace bad bytes with U+FFFD, silently.
+	if err := valid.TextPrefix("agent configuration", data); err != nil {
+		return nil, errors.New(strings.TrimPrefix(err.Error(), "bad request: "))
+	}
 	var a Agent
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -82,6 +88,9 @@ func Parse(data []byte) (*Agent, error) {
 }
 
 func (a *Agent) check() error {
+	if err := a.checkNUL(); err != nil {
+		return err
+	}
 	if a.Backend != "" && !nameRE.MatchString(a.Backend) {
 		return fmt.Errorf("backend: bad name %q", a.Backend)
 	}
@@ -136,4 +145,34 @@ func known(ev string) bool {
 		}
 	}
 	return false
+}
+
+// checkNUL refuses a NUL written as \u0000 in a string that becomes a
+// name, a command or a prompt: it would cut the string short where the
+// daemon hands it to the system.
+func (a *Agent) checkNUL() error {
+	nul := func(s string) bool { return strings.IndexByte(s, 0) >= 0 }
+	for _, f := range []struct{ key, v string }{{"description", a.Description}, {"backend", a.Backend}, {"model", a.Model}, {"sandbox", a.Sandbox}} {
+		if nul(f.v) {
+			return fmt.Errorf("%s: NUL character: want text", f.key)
+		}
+	}
+	for i, p := range a.Prompt {
+		if nul(p.File) || nul(p.Exec) {
+			return fmt.Errorf("prompt[%d]: NUL character: want text", i)
+		}
+	}
+	for i, c := range a.Approve {
+		if nul(c) {
+			return fmt.Errorf("approve[%d]: NUL character: want text", i)
+		}
+	}
+	for ev, cmds := range a.Hooks {
+		for _, c := range cmds {
+			if nul(c) {
+				return fmt.Errorf("hooks.%s: NUL character: want text", ev)
+			}
+		}
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestParse(t *testing.T) {
@@ -43,4 +44,64 @@ func TestParseErrors(t *testing.T) {
 			t.Errorf("Parse(%q) = %v, want ErrIncomplete", in, err)
 		}
 	}
+}
+
+// Bytes that are not text fail, instead of being replaced by U+FFFD.
+func TestParseText(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"{\"description\":\"caf\xe9\"}", "not UTF-8 text"},
+		{"{\"model\":\"m\x00\"}", "NUL byte"},
+		{`{"model":"m\u0000x"}`, "model: NUL character"},
+		{`{"hooks":{"preTool":["true\u0000; rm -rf /"]}}`, "hooks.preTool: NUL"},
+		{`{"prompt":[{"exec":"x/prime\u0000"}]}`, "prompt[0]: NUL"},
+	} {
+		_, err := Parse([]byte(c.in))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Parse(%q) = %v, want %q", c.in, err, c.want)
+		}
+	}
+	// A rune cut by the end of a write is unfinished, not wrong.
+	if _, err := Parse([]byte("{\"description\":\"\xe2\x9c")); !errors.Is(err, ErrIncomplete) {
+		t.Errorf("Parse(cut rune) = %v, want ErrIncomplete", err)
+	}
+}
+
+func TestCheckRefs(t *testing.T) {
+	parts := map[string]bool{"base.md": true}
+	r := Refs{Backends: []string{"local", "claude"}, Profiles: []string{"workspace", "readonly"},
+		Part: func(n string) bool { return parts[n] }, Parts: func() []string { return []string{"base.md"} }}
+	ok, _ := Parse([]byte(`{"backend":"local","sandbox":"readonly","prompt":[{"file":"base.md"},{"exec":"x/prime"}]}`))
+	if err := ok.CheckRefs(r); err != nil {
+		t.Errorf("CheckRefs of a good config: %v", err)
+	}
+	for _, c := range []struct{ in, want string }{
+		{`{"backend":"nope"}`, `backend: no backend "nope" (configured: claude, local)`},
+		{`{"sandbox":"yolo"}`, `sandbox: no profile "yolo" (profiles: readonly, workspace)`},
+		{`{"prompt":[{"file":"base.md"},{"file":"gone.md"}]}`, `prompt[1]: no prompt part p/gone.md (p/ holds: base.md)`},
+	} {
+		a, err := Parse([]byte(c.in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.CheckRefs(r); err == nil || err.Error() != c.want {
+			t.Errorf("CheckRefs(%s) = %v, want %q", c.in, err, c.want)
+		}
+	}
+}
+
+// FuzzParse: whatever the bytes, Parse returns a checked Agent or an
+// error, and an accepted document is UTF-8 text.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{`{"model":"m"}`, `{"prompt":[{"file":"base.md"}]}`, "{\"model\":\"\xff\"}", `{"hooks":{"preTool":["x"]}}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		a, err := Parse(b)
+		if err != nil {
+			return
+		}
+		if !utf8.Valid(b) || a.check() != nil {
+			t.Fatalf("Parse accepted %q", b)
+		}
+	})
 }

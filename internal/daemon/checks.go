@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"ollie.dev/ollie/internal/agentcfg"
 	"ollie.dev/ollie/internal/config"
@@ -20,7 +21,9 @@ func agentChecker(cfg *config.Config) func(string) error {
 		}
 		b, err := os.ReadFile(filepath.Join(cfg.ConfigDir, "a", name+".json"))
 		if err != nil {
-			return errs.E(errs.NotExist, "no agent "+name+" (a/"+name+".json)")
+			// Invalid, not NotExist: the file written (cfg, s/new, ctl)
+			// exists; the value in it is what is wrong.
+			return errs.E(errs.Invalid, "no agent "+name+" (no a/"+name+".json)")
 		}
 		if _, err := agentcfg.Parse(b); err != nil {
 			return errs.E(errs.Invalid, "a/"+name+".json: "+err.Error())
@@ -32,12 +35,17 @@ func agentChecker(cfg *config.Config) func(string) error {
 // backendChecker accepts the name of a configured backend.
 func backendChecker(cfg *config.Config) func(string) error {
 	return func(name string) error {
+		names := make([]string, 0, len(cfg.Backends))
 		for _, b := range cfg.Backends {
 			if b.Name == name {
 				return nil
 			}
+			names = append(names, b.Name)
 		}
-		return errs.E(errs.NotExist, "no backend "+name+" (see backends)")
+		if len(names) == 0 {
+			names = append(names, "none")
+		}
+		return errs.E(errs.Invalid, fmt.Sprintf("no backend %q (configured: %s)", name, strings.Join(names, " ")))
 	}
 }
 

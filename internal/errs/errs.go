@@ -35,31 +35,41 @@ const (
 	Timeout                 // a deadline passed
 )
 
-// text is the canonical Plan 9 wording of each Kind. Parse depends on these
-// strings being distinct and never a prefix of one another's detail.
-var text = [...]string{
-	Other:       "i/o error",
-	NotExist:    "file not found",
-	Exist:       "file exists",
-	Permission:  "permission denied",
-	Invalid:     "bad request",
-	IsDir:       "is a directory",
-	NotDir:      "not a directory",
-	NotEmpty:    "directory not empty",
-	Busy:        "file in use",
-	Interrupted: "interrupted",
-	Unsupported: "operation not supported",
-	TooLarge:    "too large",
-	Unavailable: "unavailable",
-	RateLimited: "rate limited",
-	Timeout:     "timed out",
+// kinds is the one table of the edges: for each Kind, its canonical Plan 9
+// wording (the head of the 9P Ename; Parse depends on these strings being
+// distinct and never a prefix of one another's detail) and the errno a
+// POSIX program sees through the mount. An errno must say what happened:
+// ENOTCONN would mean a dead mount, ENOENT a missing file, so neither
+// stands for a backend that cannot be reached or a name that is unknown.
+var kinds = [...]struct {
+	text  string
+	errno syscall.Errno
+}{
+	Other:       {"i/o error", syscall.EIO},
+	NotExist:    {"file not found", syscall.ENOENT},
+	Exist:       {"file exists", syscall.EEXIST},
+	Permission:  {"permission denied", syscall.EACCES},
+	Invalid:     {"bad request", syscall.EINVAL},
+	IsDir:       {"is a directory", syscall.EISDIR},
+	NotDir:      {"not a directory", syscall.ENOTDIR},
+	NotEmpty:    {"directory not empty", syscall.ENOTEMPTY},
+	Busy:        {"file in use", syscall.EBUSY},
+	Interrupted: {"interrupted", syscall.EINTR},
+	Unsupported: {"operation not supported", syscall.ENOTSUP},
+	TooLarge:    {"too large", syscall.EFBIG},
+	// A backend (or MCP server) that cannot be reached or failed: the
+	// daemon is fine, the request is not. The FUSE bridge alone answers
+	// ENOTCONN, for its own lost connection to the daemon.
+	Unavailable: {"unavailable", syscall.EIO},
+	RateLimited: {"rate limited", syscall.EAGAIN},
+	Timeout:     {"timed out", syscall.ETIMEDOUT},
 }
 
 func (k Kind) String() string {
-	if int(k) < len(text) {
-		return text[k]
+	if int(k) < len(kinds) {
+		return kinds[k].text
 	}
-	return text[Other]
+	return kinds[Other].text
 }
 
 // Error is an error with a Kind and an optional detail.
@@ -125,8 +135,8 @@ func Is(err error, k Kind) bool { return err != nil && KindOf(err) == k }
 // srv9p library.
 func Parse(msg string) Kind {
 	head, _, _ := strings.Cut(msg, ": ")
-	for k, t := range text {
-		if head == t {
+	for k, e := range kinds {
+		if head == e.text {
 			return Kind(k)
 		}
 	}
@@ -158,65 +168,27 @@ func Parse(msg string) Kind {
 
 // Errno maps a Kind to the errno a POSIX program sees.
 func (k Kind) Errno() syscall.Errno {
-	switch k {
-	case NotExist:
-		return syscall.ENOENT
-	case Exist:
-		return syscall.EEXIST
-	case Permission:
-		return syscall.EACCES
-	case Invalid:
-		return syscall.EINVAL
-	case IsDir:
-		return syscall.EISDIR
-	case NotDir:
-		return syscall.ENOTDIR
-	case NotEmpty:
-		return syscall.ENOTEMPTY
-	case Busy:
-		return syscall.EBUSY
-	case Interrupted:
-		return syscall.EINTR
-	case Unsupported:
-		return syscall.ENOTSUP
-	case TooLarge:
-		return syscall.EFBIG
-	case Unavailable:
-		return syscall.ENOTCONN
-	case RateLimited:
-		return syscall.EAGAIN
-	case Timeout:
-		return syscall.ETIMEDOUT
+	if int(k) < len(kinds) {
+		return kinds[k].errno
 	}
 	return syscall.EIO
 }
 
+// fromErrno is the reverse of the table, the first Kind of an errno
+// winning (EIO is Other), plus the errnos no Kind maps to.
 func fromErrno(no syscall.Errno) Kind {
 	switch no {
-	case syscall.ENOENT:
-		return NotExist
-	case syscall.EEXIST:
-		return Exist
-	case syscall.EACCES, syscall.EPERM, syscall.EROFS:
+	case syscall.EPERM, syscall.EROFS:
 		return Permission
-	case syscall.EINVAL, syscall.ENAMETOOLONG:
+	case syscall.ENAMETOOLONG:
 		return Invalid
-	case syscall.EISDIR:
-		return IsDir
-	case syscall.ENOTDIR:
-		return NotDir
-	case syscall.ENOTEMPTY:
-		return NotEmpty
-	case syscall.EBUSY:
-		return Busy
-	case syscall.EINTR:
-		return Interrupted
-	case syscall.ENOTSUP:
-		return Unsupported
-	case syscall.EFBIG:
-		return TooLarge
-	case syscall.ETIMEDOUT:
-		return Timeout
+	case syscall.ENOTCONN, syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.EHOSTUNREACH, syscall.ENETUNREACH:
+		return Unavailable
+	}
+	for k, e := range kinds {
+		if e.errno == no {
+			return Kind(k)
+		}
 	}
 	return Other
 }

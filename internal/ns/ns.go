@@ -21,7 +21,6 @@ import (
 	"9fans.net/go/plan9"
 
 	"ollie.dev/ollie/defaults"
-	"ollie.dev/ollie/internal/agentcfg"
 	"ollie.dev/ollie/internal/config"
 	"ollie.dev/ollie/internal/index"
 	"ollie.dev/ollie/internal/redact"
@@ -75,7 +74,7 @@ var diskDirs = []struct {
 	pol             tree.DiskPolicy
 }{
 	{"a", "rw", "Agent configurations, NAME.json. Invalid JSON or unknown keys fail the write.", false,
-		tree.DiskPolicy{Create: true, Write: true, Remove: true, Rename: true, Sync: true, Atomic: true, Validate: validAgent}},
+		tree.DiskPolicy{Create: true, Write: true, Remove: true, Rename: true, Sync: true, Atomic: true}}, // Validate: agentRefs.validAgent
 	{"p", "r", "Prompt parts, composed into system prompts as agent configurations list them. Edit them on disk.", false,
 		tree.DiskPolicy{}},
 	{"sk", "rw", "Skills: markdown with front matter (name, description).", false,
@@ -116,6 +115,7 @@ func Build(o Options) (*NS, error) {
 		Node: fs.Text("help", func() ([]byte, error) { return help(), nil })})
 	root.Add(tree.Entry{Name: "backends", Mode: "r", Doc: "One line per backend: name kind base-url default-model (never keys: no userinfo or secret query parameters).",
 		Node: fs.Text("backends", func() ([]byte, error) { return renderBackends(c.Backends, o.Redact), nil })})
+	refs := &agentRefs{cfg: c}
 	for _, d := range diskDirs {
 		base := c.ConfigDir
 		if d.data {
@@ -134,6 +134,10 @@ func Build(o Options) (*NS, error) {
 		n.roots = append(n.roots, r)
 		pol := d.pol
 		switch d.name {
+		case "a":
+			pol.Validate = refs.validAgent
+		case "p":
+			refs.parts = r
 		case "t":
 			pol.Synth = []tree.Entry{{Name: "idx", Mode: "r", Doc: "One line per tool: name: description; args: ...",
 				Node: fs.Text("idx", func() ([]byte, error) { return index.Tools(r), nil })}}
@@ -218,17 +222,6 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-func validAgent(name string, data []byte) error {
-	_, err := agentcfg.Parse(data)
-	switch {
-	case err == agentcfg.ErrIncomplete:
-		return tree.ErrIncomplete
-	case err != nil:
-		return badContent(name, err)
-	}
-	return nil
 }
 
 func statsDir(fs *tree.FS, o Options) *tree.StaticDir {

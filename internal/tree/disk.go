@@ -232,11 +232,35 @@ func (d *DiskDir) rename(oldrel, newname string) error {
 	if err := d.checkNewName(newname); err != nil {
 		return err
 	}
+	if err := d.validRename(oldrel, newname); err != nil {
+		return err
+	}
 	if err := d.root.Rename(oldrel, d.child(newname)); err != nil {
 		return diskErr(newname, err)
 	}
 	d.syncDir()
 	return nil
+}
+
+// validRename checks a file of a validated directory under its new name
+// (mv sk/a.md sk/b.md must not leave a skill whose name: is a).
+func (d *DiskDir) validRename(oldrel, newname string) error {
+	if d.pol.Validate == nil {
+		return nil
+	}
+	fi, err := d.root.Stat(oldrel)
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil // a directory, or gone: the rename reports it
+	}
+	data, err := d.root.ReadFile(oldrel)
+	if err != nil {
+		return diskErr(newname, err)
+	}
+	err = d.pol.Validate(newname, data)
+	if errors.Is(err, ErrIncomplete) {
+		return errs.E(errs.Invalid, newname+": unfinished content")
+	}
+	return err
 }
 
 // syncDir makes a create, rename or remove in d durable.
