@@ -102,7 +102,7 @@ func Start(cfg *config.Config, o Options) (*Daemon, error) {
 	counters = append(counters, o.Counters...)
 	nsp, err := ns.Build(ns.Options{Config: cfg, Uid: userName(), Start: d.Start, Counters: counters, Redact: o.Redact,
 		Sessions: &ns.Sessions{M: mgr, Models: redactModels(o.Models, o.Redact), Spawn: jobs.spawn},
-		Batch:    &ns.Batch{R: reg, New: jobs.new}, Extra: o.Extra})
+		Batch:    &ns.Batch{R: reg, New: jobs.new}, Extra: o.Extra, Logf: d.log.Printf})
 	if err != nil {
 		d.Close()
 		return nil, err
@@ -113,6 +113,7 @@ func Start(cfg *config.Config, o Options) (*Daemon, error) {
 	d.Server.Msize = o.Msize
 	d.Server.Guard, d.Server.Resolve = nsp.Guard, who.Stages.Resolve
 	d.Server.Redact = o.Redact.String
+	d.Server.OnError = nsp.Errors.Record
 
 	l, err := listenUnix(cfg.Socket)
 	if err != nil {

@@ -37,7 +37,7 @@ func TestAgentConfigValidated(t *testing.T) {
 		{`{"prompt": [{"file": "../../etc/passwd"}]}`, "prompt[0]"},
 		{`not json at all`, "invalid character"},
 		{`{} {}`, "trailing data"},
-		{"\x00\x01\x02binary", "invalid character"},
+		{"\x00\x01\x02binary", "NUL byte at offset 0"},
 	} {
 		err := write(fsys, "a/default.json", []byte(bad.data))
 		mustFail(t, "a/default.json <- "+bad.data, err, errs.Invalid, bad.want)

@@ -153,6 +153,8 @@ func TestNewClone(t *testing.T) {
 		{"cwd=" + dir + " colour=red", "unknown key"},
 		{"garbage", "key=value"},
 		{"\x00\xff", "not UTF-8"},
+		{"cwd=" + dir + " name=a\x00b\n", "s/new: NUL byte"},
+		{"cwd=" + dir + " name=a\x00b", "s/new: NUL byte"},
 	} {
 		err := write(fsys, "s/new", []byte(bad.spec))
 		if err == nil || !strings.Contains(err.Error(), bad.want) {
@@ -331,7 +333,7 @@ func TestCtlAndCfgErrors(t *testing.T) {
 		{"ctl", "resume\n", "nothing to resume"},
 		{"cfg", "temperature=hot\n", "temperature"},
 		{"cfg", "temperature=5\n", "0 to 2"},
-		{"cfg", "max_steps=-3\n", "positive"},
+		{"cfg", "max_steps=-3\n", "from 1 to 10000"},
 		{"cfg", "state=idle\n", "read-only"},
 		{"cfg", "colour=red\n", "unknown key"},
 		{"cfg", "cwd=/no/such/dir\n", "not a directory"},

@@ -73,6 +73,9 @@ func (c *conn) run(ctx context.Context, r *request, f *fid, b []byte) []byte {
 			b = empty(b, plan9.Rremove, r.tag)
 		}
 	}
+	if err != nil {
+		c.reportErr(r, f, err)
+	}
 	return c.fit(b, start, r.tag, err)
 }
 

@@ -42,6 +42,8 @@ type Options struct {
 	Extra []tree.Entry
 	// Redact hides configured keys that a base URL may hold.
 	Redact *redact.Redactor
+	// Logf, if set, receives each error kept in the errors file.
+	Logf func(string, ...any)
 }
 
 // Counter is one file of stats/.
@@ -56,7 +58,10 @@ type NS struct {
 	Root  *tree.StaticDir
 	FS    *tree.FS
 	Guard tree.Guard // what a stage may do (stage.go)
-	roots []*os.Root
+	// Errors is the errors file's log: the 9P server records the errors
+	// of its requests there (ninep.Server.OnError = Errors.Record).
+	Errors *ErrorLog
+	roots  []*os.Root
 }
 
 // Close releases the directory handles.
@@ -113,6 +118,8 @@ func Build(o Options) (*NS, error) {
 	help := sync.OnceValue(func() []byte { return renderHelp(root) })
 	root.Add(tree.Entry{Name: "help", Mode: "r", Doc: "How to use the tree (this file), generated from the tables that define it.",
 		Node: fs.Text("help", func() ([]byte, error) { return help(), nil })})
+	n.Errors = NewErrorLog(o.Logf, secretValues(c))
+	root.Add(tree.Entry{Name: "errors", Mode: "r", Doc: errorsDoc, Node: n.errorsFile()})
 	root.Add(tree.Entry{Name: "backends", Mode: "r", Doc: "One line per backend: name kind base-url default-model (never keys: no userinfo or secret query parameters).",
 		Node: fs.Text("backends", func() ([]byte, error) { return renderBackends(c.Backends, o.Redact), nil })})
 	refs := &agentRefs{cfg: c}

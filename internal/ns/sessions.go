@@ -9,6 +9,7 @@ import (
 
 	"ollie.dev/ollie/internal/session"
 	"ollie.dev/ollie/internal/tree"
+	"ollie.dev/ollie/internal/valid"
 )
 
 // Sessions are the hooks the s/ directory needs beyond the manager.
@@ -109,6 +110,9 @@ func dash(s string) string {
 // which then returns the id); before any write a read returns a template.
 func (d *sessionsDir) openNew(ctx context.Context, mode uint8) (tree.Handle, error) {
 	return newClone(newSessionMsg, "cwd=\nname=\nagent=\nbackend=\nmodel=\n", func(text string) (string, error) {
+		if err := valid.String("s/new", text); err != nil {
+			return "", err
+		}
 		kv, err := parseKV(text, SessionKeys)
 		if err != nil {
 			return "", err
@@ -124,4 +128,14 @@ func (d *sessionsDir) openNew(ctx context.Context, mode uint8) (tree.Handle, err
 // newSessionMsg frames the settings written to s/new: each line is checked
 // as it arrives.
 var newSessionMsg = &msgSpec{what: "session settings", max: 64 << 10,
-	lines: func(done string) error { _, err := parseKV(done, SessionKeys); return err }}
+	lines: checkNewSession}
+
+// checkNewSession checks the complete lines written to s/new so far: text
+// without NUL (the framing checks UTF-8), known keys.
+func checkNewSession(done string) error {
+	if err := valid.String("s/new", done); err != nil {
+		return err
+	}
+	_, err := parseKV(done, SessionKeys)
+	return err
+}

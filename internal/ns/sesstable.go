@@ -12,6 +12,7 @@ import (
 	"ollie.dev/ollie/internal/errs"
 	"ollie.dev/ollie/internal/session"
 	"ollie.dev/ollie/internal/tree"
+	"ollie.dev/ollie/internal/valid"
 )
 
 // sessionTable defines the files of every session directory: walk, stat,
@@ -117,6 +118,9 @@ var sessionTable = []fileSpec{
 }
 
 func (d *sessionDir) setCfg(data []byte) error {
+	if err := valid.Text("cfg", data); err != nil {
+		return err
+	}
 	kv, err := parseKV(string(data), session.CfgKeys)
 	if err != nil {
 		return err
