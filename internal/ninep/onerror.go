@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"9fans.net/go/plan9"
+
+	"ollie.dev/ollie/internal/tree"
 )
 
 // opNames are the operations reported to Server.OnError, in the words of
@@ -28,8 +30,9 @@ func (c *conn) reportErr(r *request, f *fid, err error) {
 	c.srv.OnError(op, p, err)
 }
 
-// fidPath names f's file from the stats of the nodes it walked through,
-// root excluded: "s/1a2b/cfg".
+// fidPath names f's file from the nodes it walked through, root
+// excluded: "s/1a2b/cfg". A node's name is its stat's, or its own
+// (tree.Named) for a file that may be gone.
 func fidPath(f *fid) string {
 	f.mu.Lock()
 	nodes := f.path
@@ -40,7 +43,9 @@ func fidPath(f *fid) string {
 			continue
 		}
 		name := "?"
-		if st, err := n.Stat(); err == nil && st.Name != "" {
+		if nn, ok := n.(tree.Named); ok {
+			name = nn.Name()
+		} else if st, err := n.Stat(); err == nil && st.Name != "" {
 			name = st.Name
 		}
 		if b.Len() > 0 {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"ollie.dev/ollie/internal/errs"
@@ -59,9 +60,6 @@ const (
 // name. The whole write applies, or none of it. Errors name the key and
 // never show a value: it may be a secret.
 func (s *Session) SetEnv(data []byte) error {
-	if err := valid.Text("env", data); err != nil {
-		return err
-	}
 	cur := map[string]EnvVar{}
 	for _, v := range s.Env() {
 		cur[v.Key] = v
@@ -120,7 +118,10 @@ func envKeyShort(k string, hadEq bool) string {
 	if !hadEq {
 		return "a line without ="
 	}
-	return quoteShort(k) + "="
+	if len(k) > 40 {
+		k = k[:40]
+	}
+	return strconv.Quote(k) + "="
 }
 
 func validEnvKey(k string) bool {
@@ -133,13 +134,6 @@ func validEnvKey(k string) bool {
 		}
 	}
 	return true
-}
-
-func quoteShort(s string) string {
-	if len(s) > 40 {
-		s = s[:40] + "..."
-	}
-	return "\"" + s + "\""
 }
 
 func readQueue(name string) ([]string, error) {
