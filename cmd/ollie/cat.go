@@ -19,7 +19,11 @@ func init() {
 		args:  "[-addr ADDR [-token FILE]] PATH ...",
 		short: "print files of the tree over 9P",
 		long: `Copy each file to standard output as it is read, so blocking files
-(wait, events, statewait) stream; Ctrl-C ends the read at once.`,
+(wait, events, statewait) stream; Ctrl-C ends the read at once. A file
+that cannot be opened or read prints the daemon's reason and exits 1
+('ollie cat s/x/models' says why the backend could not be asked); the
+recent errors of everyone's writes are in the file errors
+('ollie cat errors').`,
 		flags: func(fs *flag.FlagSet) { catFlags.declare(fs) },
 		run:   runCat,
 	})
@@ -37,15 +41,17 @@ func runCat(ctx context.Context, env *Env, args []string) error {
 	for _, a := range args {
 		f, err := fsys.Open(ctx, treePath(a), plan9.OREAD)
 		if err != nil {
-			return fmt.Errorf("%s: %v", a, err)
+			return fmt.Errorf("%s: %w", a, err)
 		}
 		err = copyOut(ctx, env.Stdout, func(p []byte, off int64) (int, error) { return f.Read(ctx, p, off) }, f.Iounit())
-		f.Clunk(context.Background())
+		if cerr := f.Clunk(context.Background()); err == nil {
+			err = cerr
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return errs.E(errs.Interrupted)
 			}
-			return fmt.Errorf("%s: %v", a, err)
+			return fmt.Errorf("%s: %w", a, err)
 		}
 	}
 	return nil

@@ -106,6 +106,19 @@ func TestServeMount(t *testing.T) {
 	if out, code := ollie(t, s.env, "", "cat", "m/n"); code != 0 || out != "note\nmore\n" {
 		t.Errorf("ollie cat m/n = %d %q", code, out)
 	}
+	// The CLI prints the daemon's reason; the shell's user finds the
+	// same text in errors.
+	want := `ollie write: a/y.json: bad request: y.json: sandbox: no profile "yolo" (profiles: offline, readonly, workspace)`
+	if out, code := ollie(t, s.env, `{"sandbox":"yolo"}`, "write", "a/y.json"); code != 1 || strings.TrimSpace(out) != want {
+		t.Errorf("ollie write a/y.json = %d %q, want 1 %q", code, out, want)
+	}
+	out, code := ollie(t, s.env, "", "cat", "errors")
+	if code != 0 || !strings.Contains(out, " write a/x.json: bad request: x.json: invalid character") || !strings.Contains(out, " write a/y.json: bad request") {
+		t.Errorf("ollie cat errors = %d %q", code, out)
+	}
+	if out, err := s.sh(t, `tail -n 2 $M/errors`); err != nil || !strings.Contains(out, "a/x.json") {
+		t.Errorf("tail errors through the mount: %v %q", err, out)
+	}
 
 	s.cmd.Process.Signal(syscall.SIGINT)
 	done := make(chan error, 1)
