@@ -10,6 +10,8 @@ import (
 const helpIntro = `ollie: an agent runtime whose whole interface is this file tree.
 Paths are relative to the mount point ($OLLIE). Reading never changes anything
 (except fifo.out); a write takes effect, or fails with its error, on the write.
+Through the mount a failure shows only as an errno (Invalid argument); its
+text is in errors, newest last.
 
 `
 

@@ -78,11 +78,11 @@ var diskDirs = []struct {
 	data            bool // under DataDir, not ConfigDir
 	pol             tree.DiskPolicy
 }{
-	{"a", "rw", "Agent configurations, NAME.json. Invalid JSON or unknown keys fail the write.", false,
+	{"a", "rw", "Agent configurations, NAME.json. Invalid JSON, unknown keys, and a backend, sandbox profile or p/ part that does not exist fail the write.", false,
 		tree.DiskPolicy{Create: true, Write: true, Remove: true, Rename: true, Sync: true, Atomic: true}}, // Validate: agentRefs.validAgent
 	{"p", "r", "Prompt parts, composed into system prompts as agent configurations list them. Edit them on disk.", false,
 		tree.DiskPolicy{}},
-	{"sk", "rw", "Skills: markdown with front matter (name, description).", false,
+	{"sk", "rw", "Skills, NAME.md: markdown with front matter (description; name, if given, is NAME).", false,
 		tree.DiskPolicy{Create: true, Write: true, Remove: true, Rename: true, Sync: true, Atomic: true, Validate: validSkill}},
 	{"t", "rw, exec", "Tool scripts; a header comment gives description: and args:.", false,
 		tree.DiskPolicy{Create: true, Mkdir: true, Write: true, Remove: true, Rename: true, Exec: true, Sync: true, Atomic: true}},
