@@ -342,7 +342,8 @@ func TestCtlAndCfgErrors(t *testing.T) {
 		{"env", "1BAD=x\n", "KEY=VALUE"},
 		{"prompt", "   \n", "empty prompt"},
 		{"prompt", "\xff\xfe\n", "not UTF-8"},
-		{"plan", string(make([]byte, 300<<10)), "256 KiB"},
+		{"plan", strings.Repeat("x", 300<<10), "256 KiB"},
+		{"plan", "a\x00b", "plan: NUL byte"},
 	} {
 		err := write(fsys, p+bad.file, []byte(bad.data))
 		if err == nil || !strings.Contains(err.Error(), bad.want) {

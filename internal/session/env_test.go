@@ -123,3 +123,15 @@ func TestSetCfgNumbers(t *testing.T) {
 		t.Errorf("cfg = %v", cfg)
 	}
 }
+
+func TestSetPlanText(t *testing.T) {
+	s := newSession(t)
+	if err := s.SetPlan([]byte("1. ✓ done\n2. next \xe2\x9c")); err != nil {
+		t.Errorf("a plan cut inside a rune (a write boundary): %v", err)
+	}
+	for _, bad := range []string{"a\x00b", "caf\xe9 au lait"} {
+		if err := s.SetPlan([]byte(bad)); !errs.Is(err, errs.Invalid) || !strings.Contains(err.Error(), "plan: ") {
+			t.Errorf("SetPlan(%q) = %v", bad, err)
+		}
+	}
+}

@@ -147,6 +147,11 @@ func (s *Session) SetPlan(b []byte) error {
 	if len(b) > maxPlan {
 		return errs.E(errs.TooLarge, "plan over 256 KiB")
 	}
+	// The plan is shown to the model: text. TextPrefix, since the tree
+	// still saves it write by write and a write may end inside a rune.
+	if err := valid.TextPrefix("plan", b); err != nil {
+		return err
+	}
 	return writeAtomic(filepath.Join(s.dir, "plan"), b, 0600)
 }
 
