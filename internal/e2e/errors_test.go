@@ -35,6 +35,19 @@ func TestErrnosSayWhatHappened(t *testing.T) {
 	e.fails(`printf 'cwd=%s\nparallel=2 junk\n---\nhi\n' "$W" | cat > $M/b/new`, "Invalid argument")
 	e.fails(`printf -- '---\nname: y\ndescription: d\n---\n' > $M/sk/x.md`, "Invalid argument")
 
+	// Other writers see the same errno in their own process.
+	e.sh(`python3 -c '
+import errno, os, sys
+fd = os.open(os.environ["M"] + "/s/x/cfg", os.O_WRONLY)
+try:
+    os.write(fd, b"temperature=hot\n")
+    sys.exit("python3: the write succeeded")
+except OSError as e:
+    assert e.errno == errno.EINVAL, e
+os.close(fd)
+'`)
+	e.fails(`printf 'max_tokens=9x\n' | dd of=$M/s/x/cfg status=none`, "Invalid argument")
+
 	got := e.sh(`cat $M/errors`)
 	for _, want := range []string{
 		"write s/x/cfg: bad request: temperature=9: want a number from 0 to 2\n",
@@ -44,15 +57,17 @@ func TestErrnosSayWhatHappened(t *testing.T) {
 		"write s/x/env: bad request: env: A: NUL byte at offset 1: want text\n",
 		"write b/new: bad request: parallel=2 junk: want a whole number from 1 to 256\n",
 		`write sk/x.md: bad request: x.md: name: "y" differs from the file name`,
+		"write s/x/cfg: bad request: temperature=hot: want a number from 0 to 2\n",
+		"write s/x/cfg: bad request: max_tokens=9x: want a whole number from 1 to 1048576\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("errors lacks %q:\n%s", want, got)
 		}
 	}
-	if n := strings.Count(got, "\n"); n != 7 {
-		t.Errorf("errors has %d lines, want 7 (one per failure):\n%s", n, got)
+	if n := strings.Count(got, "\n"); n != 9 {
+		t.Errorf("errors has %d lines, want 9 (one per failure):\n%s", n, got)
 	}
 	// tail and [ -s ] see a true size.
-	e.sh(`test -s $M/errors; test "$(tail -n 1 $M/errors | grep -c 'sk/x.md')" = 1`)
+	e.sh(`test -s $M/errors; test "$(tail -n 1 $M/errors | grep -c 'max_tokens=9x')" = 1`)
 	e.sh(`test "$(cat $M/s/x/state)" = idle`) // and the mount is alive
 }
