@@ -87,6 +87,13 @@ func TestCheckRefs(t *testing.T) {
 			t.Errorf("CheckRefs(%s) = %v, want %q", c.in, err, c.want)
 		}
 	}
+	a, _ := Parse([]byte(`{"backend":"any","sandbox":"any"}`))
+	if err := a.CheckRefs(Refs{}); err != nil {
+		t.Errorf("CheckRefs with nothing to check: %v", err)
+	}
+	if err := a.CheckRefs(Refs{Backends: []string{}}); err == nil || !strings.Contains(err.Error(), "(configured: none)") {
+		t.Errorf("CheckRefs with no backend configured: %v", err)
+	}
 }
 
 // FuzzParse: whatever the bytes, Parse returns a checked Agent or an

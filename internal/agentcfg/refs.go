@@ -7,8 +7,9 @@ import (
 )
 
 // Refs are the names an agent configuration may refer to: what the daemon
-// is configured with and what p/ holds. An empty list checks nothing of
-// its kind, and a nil Part accepts every prompt part.
+// is configured with and what p/ holds. A nil list checks nothing of its
+// kind (an empty one refuses every name), and a nil Part accepts every
+// prompt part.
 type Refs struct {
 	Backends []string          // names from `backends`
 	Profiles []string          // sandbox profile names from ollie.json
@@ -20,10 +21,10 @@ type Refs struct {
 // configuration naming a backend, a sandbox profile or a prompt part
 // that is not there fails when it is written, not when a session starts.
 func (a *Agent) CheckRefs(r Refs) error {
-	if a.Backend != "" && len(r.Backends) > 0 && !has(r.Backends, a.Backend) {
+	if a.Backend != "" && r.Backends != nil && !has(r.Backends, a.Backend) {
 		return fmt.Errorf("backend: no backend %q (configured: %s)", a.Backend, list(r.Backends))
 	}
-	if a.Sandbox != "" && len(r.Profiles) > 0 && !has(r.Profiles, a.Sandbox) {
+	if a.Sandbox != "" && r.Profiles != nil && !has(r.Profiles, a.Sandbox) {
 		return fmt.Errorf("sandbox: no profile %q (profiles: %s)", a.Sandbox, list(r.Profiles))
 	}
 	for i, p := range a.Prompt {

@@ -42,6 +42,7 @@ func (r *agentRefs) validAgent(name string, data []byte) error {
 func (r *agentRefs) refs() agentcfg.Refs {
 	var refs agentcfg.Refs
 	if r.cfg != nil {
+		refs.Backends, refs.Profiles = []string{}, []string{}
 		for _, b := range r.cfg.Backends {
 			refs.Backends = append(refs.Backends, b.Name)
 		}
