@@ -27,7 +27,7 @@ func (c *conn) reportErr(r *request, f *fid, err error) {
 	if r.typ == plan9.Tcreate {
 		p = joinPath(p, r.name)
 	}
-	c.srv.OnError(op, p, err)
+	c.srv.OnError(f.who, op, p, err)
 }
 
 // fidPath names f's file from the nodes it walked through, root

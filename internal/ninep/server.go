@@ -64,10 +64,10 @@ type Server struct {
 	// a backend that echoed a key.
 	Redact func(string) string
 	// OnError, if set, is told of every failed open, create, read, write,
-	// wstat, remove and close (clunk), with the file's path below the
-	// root and the error sent in the Rerror. It is called from the
-	// connection's reader too, so it must not block.
-	OnError func(op, path string, err error)
+	// wstat, remove and close (clunk): who asked (nil: the user), the
+	// file's path below the root and the error sent in the Rerror. It is
+	// called from the connection's reader too, so it must not block.
+	OnError func(who *tree.Principal, op, path string, err error)
 }
 
 // ename is the text of err as an Rerror sends it.

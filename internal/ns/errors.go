@@ -1,12 +1,10 @@
 package ns
 
 import (
-	"regexp"
+	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"ollie.dev/ollie/internal/config"
 	"ollie.dev/ollie/internal/errs"
@@ -17,29 +15,36 @@ import (
 // top-level file errors. Through FUSE a failed write(2) or close(2) can
 // only give its program an errno ("Invalid argument"); the daemon's text
 // ("bad request: parallel=1e3: want a whole number from 1 to 256") is
-// then one `tail $OLLIE/errors` away. Each error is one line, newest
-// last: time, operation, path and message, redacted (NAMESPACE rule 5)
-// and kept to one line of text. It also goes to the daemon's log.
+// then one `tail $OLLIE/errors` away. Each error is one line, oldest
+// first: time, who, operation, path and message, redacted (NAMESPACE
+// rule 5) and kept to one line of text. It also goes to the daemon's log.
 //
-// The log is a ring of the last ErrorLogSize errors, in memory only: it
-// describes what just happened, not a history worth a disk write.
+// The errors of model code (stages) are kept apart from the user's, each
+// in a ring of ErrorLogSize, so that a stage refused a thousand times
+// cannot push the user's errors out; and at most stageLogBudget of them
+// a minute reach the daemon's log. In memory only: the file says what
+// just happened, not a history worth a disk write.
 type ErrorLog struct {
 	logf    func(string, ...any)
 	secrets []string
 	now     func() time.Time
 	vers    *tree.Version // of the file, bumped on each error
 
-	mu    sync.Mutex
-	ring  []string // lines, oldest at next once full
-	next  int
-	bytes int // total length of the lines in ring
+	mu     sync.Mutex
+	seq    uint64
+	user   ring // the user's and hooks' errors
+	stages ring // errors of stages
+	minute int64
+	logged int // stage lines logged in minute
+	quiet  int // and not logged
 }
 
-// ErrorLogSize is how many errors the errors file keeps.
+// ErrorLogSize is how many errors the errors file keeps of the user's,
+// and as many of stages'.
 const ErrorLogSize = 100
 
-// maxErrorText bounds the message of one line.
-const maxErrorText = 512
+// stageLogBudget bounds the stage errors logged a minute.
+const stageLogBudget = 60
 
 // NewErrorLog returns an empty log. logf, if set, receives each line as
 // well (the daemon's log); every value in secrets is redacted from the
@@ -54,39 +59,85 @@ func NewErrorLog(logf func(string, ...any), secrets []string) *ErrorLog {
 	return l
 }
 
-// Record notes a failed operation on path. Interrupted requests (Ctrl-C,
-// a flushed blocking read) are the user's doing, not errors.
-func (l *ErrorLog) Record(op, path string, err error) {
+// Record notes a failed operation on path by who (nil: the user).
+// Interrupted requests (Ctrl-C, a flushed blocking read) are the user's
+// doing, not errors.
+func (l *ErrorLog) Record(who *tree.Principal, op, path string, err error) {
 	if l == nil || err == nil || errs.Is(err, errs.Interrupted) {
 		return
 	}
-	rest := op + " " + quotePath(path) + ": " + l.redact(err.Error())
-	line := l.now().UTC().Format("2006-01-02T15:04:05.000Z") + " " + rest + "\n"
+	now := l.now()
+	rest := whoName(who) + " " + op + " " + quotePath(path) + ": " + l.redact(err.Error())
+	line := now.UTC().Format("2006-01-02T15:04:05.000Z") + " " + rest + "\n"
 	l.mu.Lock()
-	if len(l.ring) < ErrorLogSize {
-		l.ring = append(l.ring, line)
-	} else {
-		l.bytes -= len(l.ring[l.next])
-		l.ring[l.next] = line
-		l.next = (l.next + 1) % ErrorLogSize
+	l.seq++
+	r := &l.user
+	if isStage(who) {
+		r = &l.stages
 	}
-	l.bytes += len(line)
+	r.add(entry{seq: l.seq, line: line})
+	logs := l.toLogLocked(who, now, rest)
 	l.mu.Unlock()
 	if l.vers != nil {
 		l.vers.Bump()
 	}
 	if l.logf != nil {
-		l.logf("tree: %s", rest) // the log has its own time
+		for _, s := range logs {
+			l.logf("tree: %s", s) // the log has its own time
+		}
 	}
 }
 
-// render returns the lines, oldest first.
+// toLogLocked returns what goes to the daemon's log for an error: its
+// line, unless it is a stage's over the minute's budget, preceded by a
+// count of the stage errors left out in the minute before.
+func (l *ErrorLog) toLogLocked(who *tree.Principal, now time.Time, rest string) []string {
+	if !isStage(who) {
+		return []string{rest}
+	}
+	var out []string
+	if m := now.Unix() / 60; m != l.minute {
+		if l.quiet > 0 {
+			out = append(out, fmt.Sprintf("%d more errors of stages not logged (see errors)", l.quiet))
+		}
+		l.minute, l.logged, l.quiet = m, 0, 0
+	}
+	if l.logged >= stageLogBudget {
+		l.quiet++
+		return out
+	}
+	l.logged++
+	return append(out, rest)
+}
+
+func isStage(who *tree.Principal) bool { return who != nil && !who.Hook }
+
+// whoName is the second field of a line: user, hook, or the stage's
+// session.
+func whoName(who *tree.Principal) string {
+	switch {
+	case who == nil:
+		return "user"
+	case who.Hook:
+		return "hook"
+	case who.Session == "":
+		return "stage"
+	}
+	return "stage:" + who.Session
+}
+
+// render returns the lines of both rings, oldest first.
 func (l *ErrorLog) render() ([]byte, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	b := make([]byte, 0, l.bytes)
-	for i := range l.ring {
-		b = append(b, l.ring[(l.next+i)%len(l.ring)]...)
+	b := make([]byte, 0, l.user.bytes+l.stages.bytes)
+	u, s := l.user.ordered(), l.stages.ordered()
+	for len(u) > 0 || len(s) > 0 {
+		if len(s) == 0 || len(u) > 0 && u[0].seq < s[0].seq {
+			b, u = append(b, u[0].line...), u[1:]
+		} else {
+			b, s = append(b, s[0].line...), s[1:]
+		}
 	}
 	return b, nil
 }
@@ -95,34 +146,34 @@ func (l *ErrorLog) render() ([]byte, error) {
 func (l *ErrorLog) size() int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return int64(l.bytes)
+	return int64(l.user.bytes + l.stages.bytes)
 }
 
-// bearer catches tokens an HTTP error may echo back.
-var bearer = regexp.MustCompile(`(?i)(bearer|x-api-key:?|api[_-]?key[=:"' ]+)\s*[A-Za-z0-9._~+/=-]{8,}`)
+type entry struct {
+	seq  uint64
+	line string
+}
 
-// redact removes secrets from a message and makes it one line of text:
-// control characters become spaces, bad UTF-8 is replaced, length is cut.
-func (l *ErrorLog) redact(msg string) string {
-	for _, s := range l.secrets {
-		msg = strings.ReplaceAll(msg, s, "(secret)")
+// ring is the last ErrorLogSize entries; once full, next is the oldest.
+type ring struct {
+	e     []entry
+	next  int
+	bytes int
+}
+
+func (r *ring) add(e entry) {
+	r.bytes += len(e.line)
+	if len(r.e) < ErrorLogSize {
+		r.e = append(r.e, e)
+		return
 	}
-	msg = bearer.ReplaceAllString(msg, "$1 (secret)")
-	msg = strings.ToValidUTF8(msg, "\uFFFD")
-	msg = strings.Map(func(r rune) rune {
-		if r < ' ' || r == 0x7f {
-			return ' '
-		}
-		return r
-	}, msg)
-	if len(msg) > maxErrorText {
-		cut := maxErrorText
-		for cut > 0 && !utf8.RuneStart(msg[cut]) {
-			cut--
-		}
-		msg = msg[:cut] + "..."
-	}
-	return msg
+	r.bytes -= len(r.e[r.next].line)
+	r.e[r.next] = e
+	r.next = (r.next + 1) % ErrorLogSize
+}
+
+func (r *ring) ordered() []entry {
+	return append(r.e[r.next:len(r.e):len(r.e)], r.e[:r.next]...)
 }
 
 // quotePath shows a path as is when it is plain (names in the tree are
@@ -139,7 +190,7 @@ func quotePath(p string) string {
 	return p
 }
 
-const errorsDoc = "The last 100 errors of opens, writes and closes through the tree, newest last: time op path: message (redacted). What a shell shows only as an errno (Invalid argument) is explained here."
+const errorsDoc = "Recent errors of opens, writes and closes through the tree, oldest first (the last 100 of the user's, and of model code's): time who op path: message, redacted. What a shell shows only as an errno (Invalid argument) is explained here."
 
 // errorsFile is the top-level file errors: a snapshot at open, with a
 // true length and a version that moves with each error, so tail -f and
