@@ -56,7 +56,7 @@ var stageTable = []struct {
 	{placeOtherRead, "s/X/chat reply", tree.OpRead},
 	{placeJobDir, "b/J/ (list)", tree.OpRead},
 	{placeOwnJob, "b/J/state result, for a job S spawned", tree.OpRead},
-	{placeNone, "everything else: ask/ of any session, a/ x/, cfg ctl env fifo.out prompt fifo.in wait statewait events, s/new b/new", 0},
+	{placeNone, "everything else: ask/ of any session, a/ x/, cfg ctl env fifo.out prompt fifo.in wait statewait events, s/new b/new, errors", 0},
 }
 
 var stageOps = func() map[place]tree.Op {
