@@ -74,7 +74,8 @@ func TestNumbersStrict(t *testing.T) {
 		{"cfg", "model=a\x00b\n", "cfg: NUL byte"},
 		{"spawn", "parallel=1e3\n---\nhi\n", "parallel=1e3: want a whole number from 1 to 256"},
 		{"spawn", "parallel=2 junk\n---\nhi\n", "parallel=2 junk: want a whole number from 1 to 256"},
-		{"spawn", "parallel=2\n---\nhi \xff\n", "job spec: not UTF-8 text"},
+		{"spawn", "parallel=2\n---\nhi \xff\n", "job spec is not UTF-8 text"},
+		{"spawn", "parallel=2\n---\nhi \x00\n", "job spec: NUL byte"},
 	} {
 		mustFail(t, c.file+" <- "+short(c.data), write(fsys, "s/"+id+"/"+c.file, []byte(c.data)), errs.Invalid, c.want)
 	}
@@ -143,9 +144,9 @@ func TestErrorsFile(t *testing.T) {
 		t.Fatalf("errors = %q", got)
 	}
 	for i, want := range []string{
-		" write s/" + id + "/cfg: bad request: temperature=9: want a number from 0 to 2",
-		" write s/" + id + "/cfg: bad request: bad model name",
-		" open s/" + id + "/models: unavailable: backend ollama: dial tcp 127.0.0.1:1: connect: connection refused",
+		" user write s/" + id + "/cfg: bad request: temperature=9: want a number from 0 to 2",
+		" user write s/" + id + "/cfg: bad request: bad model name",
+		" user open s/" + id + "/models: unavailable: backend ollama: dial tcp 127.0.0.1:1: connect: connection refused",
 	} {
 		if l := lines[len(lines)-3+i]; !strings.Contains(l, want) || l[4] != '-' {
 			t.Errorf("errors line %d = %q, want a time and %q", i, l, want)

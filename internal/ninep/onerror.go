@@ -23,6 +23,13 @@ func (c *conn) reportErr(r *request, f *fid, err error) {
 	if !ok || c.srv.OnError == nil {
 		return
 	}
+	if r.typ == plan9.Twstat {
+		// A null wstat is an fsync, and over FUSE the close(2) of a
+		// descriptor: what commits a message. Say so.
+		if d, err := plan9.UnmarshalDir(r.data); err == nil && d.IsNull() {
+			op = "commit"
+		}
+	}
 	p := fidPath(f)
 	if r.typ == plan9.Tcreate {
 		p = joinPath(p, r.name)

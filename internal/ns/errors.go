@@ -3,6 +3,7 @@ package ns
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,6 +38,8 @@ type ErrorLog struct {
 	minute int64
 	logged int // stage lines logged in minute
 	quiet  int // and not logged
+	// the last error's who and path, and message
+	lastKey, lastMsg string
 }
 
 // ErrorLogSize is how many errors the errors file keeps of the user's,
@@ -67,9 +70,18 @@ func (l *ErrorLog) Record(who *tree.Principal, op, path string, err error) {
 		return
 	}
 	now := l.now()
-	rest := whoName(who) + " " + op + " " + quotePath(path) + ": " + l.redact(err.Error())
+	msg := l.redact(err.Error())
+	rest := whoName(who) + " " + op + " " + quotePath(path) + ": " + msg
 	line := now.UTC().Format("2006-01-02T15:04:05.000Z") + " " + rest + "\n"
 	l.mu.Lock()
+	// A message voided by a failed write fails its commit too ("nothing
+	// sent: " and the write's error): one failure, one line.
+	key := whoName(who) + " " + path
+	if key == l.lastKey && strings.Contains(msg, "nothing sent: "+l.lastMsg) {
+		l.mu.Unlock()
+		return
+	}
+	l.lastKey, l.lastMsg = key, msg
 	l.seq++
 	r := &l.user
 	if isStage(who) {
@@ -190,7 +202,7 @@ func quotePath(p string) string {
 	return p
 }
 
-const errorsDoc = "Recent errors of opens, writes and closes through the tree, oldest first (the last 100 of the user's, and of model code's): time who op path: message, redacted. What a shell shows only as an errno (Invalid argument) is explained here."
+const errorsDoc = "Recent errors of opens, writes, commits (fsync, close) and closes through the tree, oldest first (the last 100 of the user's, and of model code's): time who op path: message, redacted. What a shell shows only as an errno (Invalid argument) is explained here."
 
 // errorsFile is the top-level file errors: a snapshot at open, with a
 // true length and a version that moves with each error, so tail -f and

@@ -106,3 +106,17 @@ func TestErrorLogStagesApart(t *testing.T) {
 		t.Errorf("a minute later the log says %q", logged[len(logged)-2:])
 	}
 }
+
+// A write that voids its message and the commit that then fails are one
+// failure: one line.
+func TestErrorLogOneLinePerFailure(t *testing.T) {
+	l := testLog(nil)
+	werr := errs.E(errs.Invalid, "temperature=9: want a number from 0 to 2")
+	l.Record(nil, "write", "s/x/cfg", werr)
+	l.Record(nil, "commit", "s/x/cfg", errs.E(errs.Invalid, "nothing sent: "+werr.Error()))
+	l.Record(nil, "commit", "s/y/cfg", errs.E(errs.Invalid, "nothing sent: "+werr.Error()))
+	got, _ := l.render()
+	if n := strings.Count(string(got), "\n"); n != 2 || !strings.Contains(string(got), "s/y/cfg") {
+		t.Errorf("errors =\n%s", got)
+	}
+}

@@ -101,8 +101,14 @@ func checkHead(done string) error {
 		if line == "---" {
 			return nil
 		}
-		if _, err := parseKV(line, batch.SpecKeys); err != nil {
+		kv, err := parseKV(line, batch.SpecKeys)
+		if err != nil {
 			return errs.E(errs.Invalid, "a job spec is key=value lines, a line ---, then the prompt: "+err.Error())
+		}
+		if p, ok := kv["parallel"]; ok && p != "" {
+			if _, err := valid.Int("parallel", p, 1, batch.MaxParallel); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -58,7 +58,7 @@ var sessionTable = []fileSpec{
 	{name: "cfg", perm: 0666, mode: "rw",
 		doc: "key=value settings; write some to change them (state, id, name read-only).",
 		open: func(d *sessionDir, mode uint8) (tree.Handle, error) {
-			return newSettings(cfgMsg, func() []byte { return renderKV(d.s.Cfg()) }, d.setCfg), nil
+			return newSettings(d.cfgMsg(), func() []byte { return renderKV(d.s.Cfg()) }, d.setCfg), nil
 		}},
 	{name: "context", perm: 0444, mode: "r",
 		doc:  "The message history as sent to the model, JSON lines.",
@@ -81,7 +81,7 @@ var sessionTable = []fileSpec{
 	{name: "env", perm: 0666, mode: "rw",
 		doc: "KEY=VALUE lines for this session's tools; KEY= removes; secret values never shown.",
 		open: func(d *sessionDir, mode uint8) (tree.Handle, error) {
-			return newSettings(envMsg, func() []byte { return renderEnv(d.s.Env()) }, d.s.SetEnv), nil
+			return newSettings(d.envMsg(), func() []byte { return renderEnv(d.s.Env()) }, d.s.SetEnv), nil
 		}},
 	{name: "fifo.in", perm: 0222, mode: "w",
 		doc:  "Queue a prompt for after the current turn.",

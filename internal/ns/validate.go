@@ -11,6 +11,7 @@ import (
 	"ollie.dev/ollie/internal/config"
 	"ollie.dev/ollie/internal/errs"
 	"ollie.dev/ollie/internal/index"
+	"ollie.dev/ollie/internal/session"
 	"ollie.dev/ollie/internal/tree"
 	"ollie.dev/ollie/internal/valid"
 )
@@ -104,4 +105,28 @@ func validSkill(file string, data []byte) error {
 
 func badContent(name string, err error) error {
 	return errs.E(errs.Invalid, name+": "+err.Error())
+}
+
+// cfgMsg frames a write to a session's cfg: each complete line is
+// checked as it arrives, values included (a dry run of SetCfg), so that
+// `echo temperature=9 > cfg` fails on its write(2): bash does not report
+// the error of a close.
+func (d *sessionDir) cfgMsg() *msgSpec {
+	return &msgSpec{what: cfgMsg.what, max: cfgMsg.max, lines: func(done string) error {
+		if err := valid.String("cfg", done); err != nil {
+			return err
+		}
+		kv, err := parseKV(done, session.CfgKeys)
+		if err != nil {
+			return err
+		}
+		return d.s.CheckCfg(kv)
+	}}
+}
+
+// envMsg frames a write to a session's env the same way (CheckEnv).
+func (d *sessionDir) envMsg() *msgSpec {
+	return &msgSpec{what: envMsg.what, max: envMsg.max, lines: func(done string) error {
+		return d.s.CheckEnv([]byte(done))
+	}}
 }

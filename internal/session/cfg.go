@@ -55,6 +55,21 @@ func (s *Session) SetCfg(kv map[string]string) error {
 	return nil
 }
 
+// CheckCfg returns the error SetCfg(kv) would, and changes nothing: the
+// tree calls it with the complete lines of a write still in progress, so
+// that a bad value fails its write(2), not only the close.
+func (s *Session) CheckCfg(kv map[string]string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	meta := s.meta
+	for k, v := range kv {
+		if err := s.m.setField(&meta, k, v, s.turn != nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func keys(kv map[string]string) []string {
 	out := make([]string, 0, len(kv))
 	for k := range kv {

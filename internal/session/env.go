@@ -60,6 +60,24 @@ const (
 // name. The whole write applies, or none of it. Errors name the key and
 // never show a value: it may be a secret.
 func (s *Session) SetEnv(data []byte) error {
+	vars, err := s.applyEnv(data)
+	if err != nil {
+		return err
+	}
+	b, _ := json.Marshal(vars)
+	return writeAtomic(filepath.Join(s.dir, "env.json"), b, 0600)
+}
+
+// CheckEnv returns the error SetEnv(data) would, and changes nothing: the
+// tree calls it with the complete lines of a write still in progress, so
+// that a bad line fails its write(2), not only the close.
+func (s *Session) CheckEnv(data []byte) error {
+	_, err := s.applyEnv(data)
+	return err
+}
+
+// applyEnv returns the environment that data makes of the current one.
+func (s *Session) applyEnv(data []byte) ([]EnvVar, error) {
 	cur := map[string]EnvVar{}
 	for _, v := range s.Env() {
 		cur[v.Key] = v
@@ -75,14 +93,14 @@ func (s *Session) SetEnv(data []byte) error {
 		}
 		k, v, ok := strings.Cut(line, "=")
 		if !ok || !validEnvKey(k) {
-			return errs.E(errs.Invalid, "env: want KEY=VALUE lines (KEY of letters, digits and _, not starting with a digit), got "+envKeyShort(k, ok))
+			return nil, errs.E(errs.Invalid, "env: want KEY=VALUE lines (KEY of letters, digits and _, not starting with a digit), got "+envKeyShort(k, ok))
 		}
 		if v == "" {
 			delete(cur, k)
 			continue
 		}
 		if err := checkEnvValue(k, v); err != nil {
-			return err
+			return nil, err
 		}
 		cur[k] = EnvVar{Key: k, Value: v, Secret: secret || IsSecretKey(k) || cur[k].Secret}
 	}
@@ -93,11 +111,10 @@ func (s *Session) SetEnv(data []byte) error {
 		total += len(v.Key) + len(v.Value) + 2
 	}
 	if total > maxEnvTotal {
-		return errs.E(errs.TooLarge, fmt.Sprintf("env: %d bytes in all, over %d", total, maxEnvTotal))
+		return nil, errs.E(errs.TooLarge, fmt.Sprintf("env: %d bytes in all, over %d", total, maxEnvTotal))
 	}
 	sort.Slice(vars, func(i, j int) bool { return vars[i].Key < vars[j].Key })
-	b, _ := json.Marshal(vars)
-	return writeAtomic(filepath.Join(s.dir, "env.json"), b, 0600)
+	return vars, nil
 }
 
 // checkEnvValue checks what a program's environment can hold: text,
