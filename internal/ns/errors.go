@@ -29,7 +29,8 @@ type ErrorLog struct {
 	logf    func(string, ...any)
 	secrets []string
 	now     func() time.Time
-	vers    *tree.Version // of the file, bumped on each error
+	vers    *tree.Version       // of the file, bumped on each error
+	clean   func(string) string // the daemon's redactor, if any; before redact
 
 	mu     sync.Mutex
 	seq    uint64

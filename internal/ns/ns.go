@@ -119,6 +119,9 @@ func Build(o Options) (*NS, error) {
 	root.Add(tree.Entry{Name: "help", Mode: "r", Doc: "How to use the tree (this file), generated from the tables that define it.",
 		Node: fs.Text("help", func() ([]byte, error) { return help(), nil })})
 	n.Errors = NewErrorLog(o.Logf, secretValues(c))
+	if o.Redact != nil {
+		n.Errors.clean = o.Redact.String // the daemon's one redactor, as for Rerrors
+	}
 	root.Add(tree.Entry{Name: "errors", Mode: "r", Doc: errorsDoc, Node: n.errorsFile()})
 	root.Add(tree.Entry{Name: "backends", Mode: "r", Doc: "One line per backend: name kind base-url default-model (never keys: no userinfo or secret query parameters).",
 		Node: fs.Text("backends", func() ([]byte, error) { return renderBackends(c.Backends, o.Redact), nil })})

@@ -15,6 +15,9 @@ var bearer = regexp.MustCompile(`(?i)(bearer|x-api-key:?|api[_-]?key[=:"' ]+)\s*
 // redact removes secrets from a message and makes it one line of text:
 // control characters become spaces, bad UTF-8 is replaced, length is cut.
 func (l *ErrorLog) redact(msg string) string {
+	if l.clean != nil {
+		msg = l.clean(msg)
+	}
 	for _, s := range l.secrets {
 		msg = strings.ReplaceAll(msg, s, "(secret)")
 	}
