@@ -59,9 +59,15 @@ PATH="$PATH:$(go env GOPATH)/bin" staticcheck ./...
 echo "== go test -race"
 go test -race -count=1 "$@" ./...
 
-# == fuzz: the parsers of untrusted bytes, each for a bounded time (the
-# corpus is in the packages' testdata/fuzz/). About 30 s in all.
+# == fuzz: every parser of untrusted bytes, each for a bounded time (the
+# corpus is in the packages' testdata/fuzz/). About a minute and a half.
 echo "== fuzz"
-go test -run='^$' -fuzz='^FuzzParse$' -fuzztime=15s ./internal/ninep
-go test -run='^$' -fuzz='^FuzzServe$' -fuzztime=15s ./internal/ninep
+for t in \
+	./internal/ninep:FuzzParse:15s ./internal/ninep:FuzzServe:15s \
+	./internal/ninep/client:FuzzFindPin:5s ./internal/ns:FuzzMessageUTF8:5s \
+	./internal/valid:FuzzText:5s ./internal/redact:FuzzString:5s \
+	./internal/agentcfg:FuzzParse:5s ./internal/batch:FuzzParseSpec:5s; do
+	pkg=${t%%:*} rest=${t#*:}
+	go test -run='^$' -fuzz="^${rest%%:*}\$" -fuzztime="${rest#*:}" "$pkg"
+done
 # == end fuzz
