@@ -39,7 +39,13 @@ type Options struct {
 	Session session.Options
 	// MaxRunning caps the member sessions running at once, daemon-wide.
 	MaxRunning int
-	Logf       func(string, ...any)
+	// TrDir is where the members' transcripts go when a job is removed
+	// (DataDir/tr); "" keeps none.
+	TrDir string
+	// Keep is how long a finished job stays before it is collected
+	// (collect.go); 0 means DefaultKeep, negative never.
+	Keep Keep
+	Logf func(string, ...any)
 }
 
 // Registry holds every job.
@@ -49,6 +55,9 @@ type Registry struct {
 
 	mu   sync.Mutex
 	jobs map[string]*Job
+
+	stopCollect chan struct{} // closed by Close
+	closeOnce   sync.Once
 }
 
 // Open loads the jobs on disk. Members cut short by a restart are marked
@@ -79,6 +88,8 @@ func Open(o Options) (*Registry, error) {
 		}
 		r.jobs[j.id] = j
 	}
+	r.stopCollect = make(chan struct{})
+	go r.collect()
 	return r, nil
 }
 
@@ -151,6 +162,7 @@ func (r *Registry) Remove(id string) error {
 		return errs.E(errs.NotExist, "no job "+id)
 	}
 	j.stop()
+	j.saveTranscripts()
 	j.m.Close()
 	return os.RemoveAll(j.dir)
 }
@@ -173,6 +185,7 @@ func (r *Registry) StopChildren(parent string) {
 
 // Close stops every job's running members.
 func (r *Registry) Close() {
+	r.closeOnce.Do(func() { close(r.stopCollect) })
 	for _, j := range r.List() {
 		j.m.Close()
 	}

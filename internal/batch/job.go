@@ -138,6 +138,7 @@ func (j *Job) run() {
 		}()
 	}
 	wg.Wait()
+	j.finished()
 	close(j.done)
 }
 
@@ -145,6 +146,9 @@ func (j *Job) run() {
 func (j *Job) watch() {
 	for _, s := range j.Members() {
 		s.Wait(nil)
+	}
+	if _, err := os.Stat(filepath.Join(j.dir, doneFile)); err != nil {
+		j.finished()
 	}
 	close(j.done)
 }

@@ -82,7 +82,8 @@ func Start(cfg *config.Config, o Options) (*Daemon, error) {
 	var reg *batch.Registry
 	so := session.Options{Runner: o.Runner, CheckAgent: agentChecker(cfg), CheckBackend: backendChecker(cfg), CheckCwd: cwdChecker(cfg),
 		Logf: d.log.Printf, OnStop: func(id string) { reg.StopChildren(id) }, TmpQuotaMB: cfg.Sandbox.TmpQuotaMB, Redact: o.Redact}
-	reg, err = batch.Open(batch.Options{Dir: filepath.Join(cfg.DataDir, "b"), Session: so, MaxRunning: cfg.MaxParallel, Logf: d.log.Printf})
+	reg, err = batch.Open(batch.Options{Dir: filepath.Join(cfg.DataDir, "b"), Session: so, MaxRunning: cfg.MaxParallel,
+		TrDir: filepath.Join(cfg.DataDir, "tr"), Logf: d.log.Printf})
 	if err != nil {
 		d.Close()
 		return nil, fmt.Errorf("batch jobs: %v", err)

@@ -287,12 +287,23 @@ func (s *Session) SaveTranscript() error {
 	if tr == "" {
 		return errors.New("no transcript directory configured")
 	}
+	base := s.id
+	if n := s.Name(); n != "" {
+		base += "-" + n
+	}
+	return s.SaveTranscriptTo(tr, base)
+}
+
+// SaveTranscriptTo copies the chat and the history into dir as
+// <id>-<label>.chat and .jsonl (a batch member's label names its job).
+func (s *Session) SaveTranscriptTo(dir, label string) error {
+	tr := dir
 	if err := os.MkdirAll(tr, 0700); err != nil {
 		return err
 	}
 	base := s.id
-	if n := s.Name(); n != "" {
-		base += "-" + n
+	if label != s.id && label != "" {
+		base += "-" + label
 	}
 	for src, ext := range map[string]string{s.ChatPath(): ".chat", s.ContextPath(): ".jsonl"} {
 		b, err := os.ReadFile(src)
