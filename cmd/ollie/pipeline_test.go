@@ -114,12 +114,15 @@ func TestThreeStagePipelines(t *testing.T) {
 	if got := e.ok("bash", `s/b 'list three colors' | s/bfg -new 'pick the second' | b/q 'shout'`); got != "green!\n" {
 		t.Errorf("s/b | s/bfg -new | b/q = %q", got)
 	}
-	// s/b removed its session (its transcript is in tr/); bfg -new kept its.
+	// s/b removed its session and b/q its job (their transcripts are in
+	// tr/, the job member's named by its job); bfg -new kept its session.
 	if ids := e.sessions(); len(ids) != 1 {
 		t.Errorf("sessions left: %v, want the one of bfg -new", ids)
 	}
-	if trs, _ := filepath.Glob(filepath.Join(e.mnt, "tr", "*.chat")); len(trs) != 1 {
-		t.Errorf("transcripts: %v, want the one of s/b", trs)
+	trs, _ := filepath.Glob(filepath.Join(e.mnt, "tr", "*.chat"))
+	members, _ := filepath.Glob(filepath.Join(e.mnt, "tr", "*-b*-1.chat"))
+	if len(trs) != 2 || len(members) != 1 {
+		t.Errorf("transcripts: %v, want the one of s/b and the one of b/q's member", trs)
 	}
 
 	want := "=== 1/4 ===\napple\n=== 2/4 ===\napple\n=== 3/4 ===\napple\n=== 4/4 ===\napple\n"
