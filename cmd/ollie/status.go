@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"ollie.dev/ollie/internal/fusebridge"
 )
@@ -39,6 +40,15 @@ func runStatus(ctx context.Context, env *Env, args []string) error {
 		m = "mounted"
 	}
 	fmt.Fprintf(env.Stdout, "  tree   %s (%s)\n  log    %s\n", c.Mount, m, filepath.Join(c.StateDir, "ollie.log"))
+	// What each backend did at its last request (the daemon never probes
+	// one to answer this; "-" means not asked yet).
+	if b, err := readTreeFile(ctx, c.Socket, "backends"); err == nil {
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if f := strings.Fields(l); len(f) >= 5 {
+				fmt.Fprintf(env.Stdout, "  backend %s (%s, %s, model %s): last request %s\n", f[0], f[1], f[2], f[3], f[4])
+			}
+		}
+	}
 	return nil
 }
 

@@ -56,6 +56,7 @@ type Executor interface {
 type Runner struct {
 	o        Options
 	backends map[string]backend.Backend
+	health   health // what each backend did last (health.go)
 
 	mu     sync.Mutex
 	fenced map[string]bool   // backend/model pairs that cannot call tools natively

@@ -82,7 +82,7 @@ func newEnvMount(t *testing.T, kind string, sc *llmtest.Script, mounted bool) *e
 		mnt = filepath.Join(t.TempDir(), "mnt")
 	}
 	r := agent.New(agent.Options{Config: cfg, Backends: bes, Exec: ex, Mount: mnt, RetryBase: 10 * time.Millisecond})
-	d := testutil.Daemon(t, cfg, daemon.Options{Runner: r, Models: r.Models})
+	d := testutil.Daemon(t, cfg, daemon.Options{Runner: r, Models: r.Models, BackendState: r.BackendState})
 	if mounted {
 		os.MkdirAll(mnt, 0700)
 		dial := func(ctx context.Context) (*client.Conn, error) { return client.Dial(ctx, "", cfg.Socket) }
@@ -537,5 +537,25 @@ func TestElevatedStageAsks(t *testing.T) {
 	}
 	if ds, _ := e.fsys.ReadDir(ctx, "s/"+s+"/ask"); len(ds) != 0 {
 		t.Errorf("answered requests still listed: %d", len(ds))
+	}
+}
+
+// backends says how each backend's last request went, learned from the
+// turns (reading it asks no backend anything).
+func TestBackendsLastRequest(t *testing.T) {
+	e := newEnv(t, config.KindOllama, &llmtest.Script{Rules: []llmtest.Rule{
+		{If: `^fail`, Then: llmtest.Turn{Status: 401}},
+	}, Default: &llmtest.Turn{Text: "hi"}})
+	if b := e.read("backends"); !strings.HasSuffix(strings.TrimSpace(b), " -") {
+		t.Fatalf("before any turn, backends = %q", b)
+	}
+	s := e.newSession("")
+	e.ask(s, "hello")
+	if b := e.read("backends"); !strings.Contains(b, " ok(") {
+		t.Errorf("after a turn, backends = %q", b)
+	}
+	e.ask(s, "fail now")
+	if b := e.read("backends"); !strings.Contains(b, " failed(") {
+		t.Errorf("after a failed request, backends = %q", b)
 	}
 }

@@ -30,6 +30,9 @@ func (r *Runner) request(ctx context.Context, t *session.Turn, st *setup, msgs *
 		}
 		req := r.buildRequest(st, *msgs)
 		reply, err := st.be.Chat(ctx, req, streamer(t))
+		if ctx.Err() == nil {
+			r.health.note(st.be.Name(), err)
+		}
 		if err == nil {
 			r.account(t, st, req, reply)
 			st.lastLen = len(*msgs) // the history the reported size covers

@@ -38,6 +38,8 @@ type Options struct {
 	Extra []tree.Entry
 	// Counters are extra stats/ files.
 	Counters []ns.Counter
+	// BackendState says how each backend's last request went (backends).
+	BackendState func(name string) (string, time.Duration)
 	// Msize is the largest 9P message offered; 0 means ninep.DefaultMsize.
 	Msize uint32
 	// Redact hides secrets in everything the daemon writes: the log, the
@@ -101,7 +103,7 @@ func Start(cfg *config.Config, o Options) (*Daemon, error) {
 	jobs := &jobMaker{cfg: cfg, reg: reg}
 	counters := append(serverCounters(d), sessionCounters(mgr)...)
 	counters = append(counters, o.Counters...)
-	nsp, err := ns.Build(ns.Options{Config: cfg, Uid: userName(), Start: d.Start, Counters: counters, Redact: o.Redact,
+	nsp, err := ns.Build(ns.Options{Config: cfg, Uid: userName(), Start: d.Start, Counters: counters, Redact: o.Redact, BackendState: o.BackendState,
 		Sessions: &ns.Sessions{M: mgr, Models: redactModels(o.Models, o.Redact), Spawn: jobs.spawn},
 		Batch:    &ns.Batch{R: reg, New: jobs.new}, Extra: o.Extra, Logf: d.log.Printf})
 	if err != nil {

@@ -40,6 +40,9 @@ type Options struct {
 	Batch *Batch
 	// Extra root entries (b/ ...) provided by other layers.
 	Extra []tree.Entry
+	// BackendState, if set, says whether a backend answered its last
+	// request ("ok", "failed", "-") and how long ago, for backends.
+	BackendState func(name string) (string, time.Duration)
 	// Redact hides configured keys that a base URL may hold.
 	Redact *redact.Redactor
 	// Logf, if set, receives each error kept in the errors file.
@@ -123,8 +126,8 @@ func Build(o Options) (*NS, error) {
 		n.Errors.clean = o.Redact.String // the daemon's one redactor, as for Rerrors
 	}
 	root.Add(tree.Entry{Name: "errors", Mode: "r", Doc: errorsDoc, Node: n.errorsFile()})
-	root.Add(tree.Entry{Name: "backends", Mode: "r", Doc: "One line per backend: name kind base-url default-model (never keys: no userinfo or secret query parameters).",
-		Node: fs.Text("backends", func() ([]byte, error) { return renderBackends(c.Backends, o.Redact), nil })})
+	root.Add(tree.Entry{Name: "backends", Mode: "r", Doc: "One line per backend: name kind base-url default-model last, where last is ok(AGE ago) or failed(AGE ago) for its last request, - if none yet (never keys: no userinfo or secret query parameters).",
+		Node: fs.Text("backends", func() ([]byte, error) { return renderBackends(c.Backends, o.Redact, o.BackendState), nil })})
 	refs := &agentRefs{cfg: c}
 	for _, d := range diskDirs {
 		base := c.ConfigDir
@@ -211,7 +214,7 @@ func (n *NS) scriptDir(dir, name string) (*tree.DiskDir, error) {
 
 // renderBackends shows each base URL without its userinfo and secret
 // query parameters, and without any configured key it may still hold.
-func renderBackends(bs []config.Backend, r *redact.Redactor) []byte {
+func renderBackends(bs []config.Backend, r *redact.Redactor, state func(string) (string, time.Duration)) []byte {
 	var b strings.Builder
 	for _, be := range bs {
 		model := be.Model
@@ -222,7 +225,14 @@ func renderBackends(bs []config.Backend, r *redact.Redactor) []byte {
 		if base != "" {
 			base = r.String(redact.URL(base))
 		}
-		fmt.Fprintf(&b, "%s %s %s %s\n", be.Name, be.Kind, orDash(base), model)
+		last := "-"
+		if state != nil {
+			st, ago := state(be.Name)
+			if st != "-" {
+				last = fmt.Sprintf("%s(%s ago)", st, ago.Round(time.Second))
+			}
+		}
+		fmt.Fprintf(&b, "%s %s %s %s %s\n", be.Name, be.Kind, orDash(base), model, last)
 	}
 	return []byte(b.String())
 }
