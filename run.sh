@@ -33,3 +33,21 @@ case ":$PATH:" in
 *":$bindir:"*) ;;
 *) echo "add $bindir to your PATH to type 'ollie' directly" ;;
 esac
+
+# Which backend the sessions will use, and whether it answers now (one
+# request from here; the daemon itself never probes a backend).
+first=$("$bindir/ollie" cat backends 2>/dev/null | head -n 1)
+if [ -z "$first" ]; then
+	echo "no backend is configured: see README (Configuration) or docs/backends.md"
+else
+	set -- $first
+	echo "backend: $1 ($2) at $3${4:+, model $4}"
+	if command -v curl >/dev/null 2>&1 && [ "$3" != "-" ]; then
+		if curl -s -o /dev/null -m 3 "$3"; then
+			echo "  it answers"
+		else
+			echo "  nothing answers at $3: start it (for Ollama: ollama serve), set OLLAMA_HOST," >&2
+			echo "  or configure a backend in ~/.config/ollie/ollie.json or the environment" >&2
+		fi
+	fi
+fi
