@@ -287,11 +287,7 @@ func (s *Session) SaveTranscript() error {
 	if tr == "" {
 		return errors.New("no transcript directory configured")
 	}
-	base := s.id
-	if n := s.Name(); n != "" {
-		base += "-" + n
-	}
-	return s.SaveTranscriptTo(tr, base)
+	return s.SaveTranscriptTo(tr, s.Name())
 }
 
 // SaveTranscriptTo copies the chat and the history into dir as
