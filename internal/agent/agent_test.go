@@ -82,7 +82,7 @@ func newEnvMount(t *testing.T, kind string, sc *llmtest.Script, mounted bool) *e
 		mnt = filepath.Join(t.TempDir(), "mnt")
 	}
 	r := agent.New(agent.Options{Config: cfg, Backends: bes, Exec: ex, Mount: mnt, RetryBase: 10 * time.Millisecond})
-	d := testutil.Daemon(t, cfg, daemon.Options{Runner: r, Models: r.Models, BackendState: r.BackendState})
+	d := testutil.Daemon(t, cfg, daemon.Options{Runner: r, Models: r.Models, BackendState: r.BackendState, InUse: r.InUse})
 	if mounted {
 		os.MkdirAll(mnt, 0700)
 		dial := func(ctx context.Context) (*client.Conn, error) { return client.Dial(ctx, "", cfg.Socket) }
@@ -557,5 +557,23 @@ func TestBackendsLastRequest(t *testing.T) {
 	e.ask(s, "fail now")
 	if b := e.read("backends"); !strings.Contains(b, " failed(") {
 		t.Errorf("after a failed request, backends = %q", b)
+	}
+}
+
+// s/idx shows each session's name, and the backend and model it uses
+// though none was set: here the backend's configured model.
+func TestIdxShowsNameAndModelInUse(t *testing.T) {
+	e := newEnv(t, config.KindOllama, &llmtest.Script{})
+	e.write("a/pinned.json", `{"prompt": [{"file": "base.md"}], "model": "pinned-model"}`)
+	s := e.newSession("agent=pinned")
+	var line string
+	for _, l := range strings.Split(e.read("s/idx"), "\n") {
+		if strings.HasSuffix(l, "\t"+s) {
+			line = l
+		}
+	}
+	f := strings.Split(line, "\t")
+	if len(f) != 7 || f[2] != "pinned" || f[3] != "ollama" || f[4] != "pinned-model" || f[5] != e.cwd {
+		t.Fatalf("idx line %q: want agent pinned, backend ollama, model pinned-model, cwd, name", line)
 	}
 }

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"ollie.dev/ollie/internal/session"
 	"strings"
 	"sync"
 	"time"
@@ -46,4 +47,23 @@ func (r *Runner) BackendState(name string) (state string, ago time.Duration) {
 		return "failed", time.Since(o.at)
 	}
 	return "ok", time.Since(o.at)
+}
+
+// InUse says which backend and model a session with meta would use now:
+// its own settings, else its agent's, else the backend's configured
+// model, else the first model the backend listed if one was asked; ""
+// for what is not known without asking the network.
+func (r *Runner) InUse(meta session.Meta) (backendName, model string) {
+	agentBackend, agentModel := "", ""
+	if a, err := r.loadAgent(meta.Agent); err == nil {
+		agentBackend, agentModel = a.Backend, a.Model
+	}
+	be, err := r.backend(meta.Backend, agentBackend)
+	if err != nil {
+		return firstOf(meta.Backend, agentBackend), firstOf(meta.Model, agentModel)
+	}
+	r.mu.Lock()
+	listed := r.first[be.Name()]
+	r.mu.Unlock()
+	return be.Name(), firstOf(meta.Model, agentModel, r.configModel(be.Name()), listed)
 }

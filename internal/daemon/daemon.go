@@ -38,6 +38,8 @@ type Options struct {
 	Extra []tree.Entry
 	// Counters are extra stats/ files.
 	Counters []ns.Counter
+	// InUse says which backend and model a session uses now (s/idx).
+	InUse func(session.Meta) (backend, model string)
 	// BackendState says how each backend's last request went (backends).
 	BackendState func(name string) (string, time.Duration)
 	// Msize is the largest 9P message offered; 0 means ninep.DefaultMsize.
@@ -104,7 +106,7 @@ func Start(cfg *config.Config, o Options) (*Daemon, error) {
 	counters := append(serverCounters(d), sessionCounters(mgr)...)
 	counters = append(counters, o.Counters...)
 	nsp, err := ns.Build(ns.Options{Config: cfg, Uid: userName(), Start: d.Start, Counters: counters, Redact: o.Redact, BackendState: o.BackendState,
-		Sessions: &ns.Sessions{M: mgr, Models: redactModels(o.Models, o.Redact), Spawn: jobs.spawn},
+		Sessions: &ns.Sessions{M: mgr, Models: redactModels(o.Models, o.Redact), Spawn: jobs.spawn, InUse: o.InUse},
 		Batch:    &ns.Batch{R: reg, New: jobs.new}, Extra: o.Extra, Logf: d.log.Printf})
 	if err != nil {
 		d.Close()

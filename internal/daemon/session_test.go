@@ -115,8 +115,12 @@ func TestNewClone(t *testing.T) {
 		t.Errorf("fresh read of s/new = %q, want the key template", got)
 	}
 	id := newSession(t, fsys, "cwd="+dir+"\nname=first\n")
-	if len(id) != 26 || id[19] != '-' {
-		t.Errorf("id %q is not <unix-ns>-<6 hex>", id)
+	if len(id) != 11 || id[6] != '-' {
+		t.Errorf("id %q is not TTTTTT-RRRR", id)
+	}
+	// A unique prefix names the session too.
+	if got := read(t, fsys, "s/"+id[:8]+"/state"); got != "idle\n" {
+		t.Errorf("state through the prefix %s = %q", id[:8], got)
 	}
 	// The plain write-only form, with a name to find it by, on one line.
 	if err := write(fsys, "s/new", []byte("cwd="+dir+" name=second model=some model\n")); err != nil {

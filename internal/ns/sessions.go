@@ -20,6 +20,8 @@ type Sessions struct {
 	// Spawn starts a batch job of sub-agents of parent from a job spec
 	// (its spawn file) and returns the job id; nil: no sub-agents.
 	Spawn func(parent *session.Session, spec string) (string, error)
+	// InUse says which backend and model a session uses now, for idx.
+	InUse func(session.Meta) (backend, model string)
 }
 
 // sessionsDir is s/: the clone file new, idx, the session scripts (from
@@ -40,7 +42,7 @@ func newSessionsDir(fs *tree.FS, h Sessions, scripts *tree.DiskDir) *sessionsDir
 	d.fixed = []tree.Entry{
 		{Name: "new", Mode: "rw", Doc: "Clone file: write key=value settings (cwd required; name agent backend model), read the id back on the same fid.",
 			Node: fs.NewSynth("new", 0666, d.openNew)},
-		{Name: "idx", Mode: "r", Doc: "One line per session: id state agent backend model cwd (tab-separated).",
+		{Name: "idx", Mode: "r", Doc: "One line per session: id state agent backend model cwd name (tab-separated; backend and model as in use).",
 			Node: fs.Text("idx", d.renderIdx)},
 	}
 	return d
@@ -93,7 +95,11 @@ func (d *sessionsDir) renderIdx() ([]byte, error) {
 		// lock, which a Submit holds across an fsync.
 		sum := s.Summary()
 		m := sum.Meta
-		fmt.Fprintf(&b, "%s\t%s\t%s\t%s\t%s\t%s\n", s.ID(), sum.State, m.Agent, dash(m.Backend), dash(m.Model), m.Cwd)
+		be, model := m.Backend, m.Model
+		if d.hooks.InUse != nil {
+			be, model = d.hooks.InUse(m)
+		}
+		fmt.Fprintf(&b, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID(), sum.State, m.Agent, dash(be), dash(model), m.Cwd, dash(m.Name))
 	}
 	return []byte(b.String()), nil
 }

@@ -193,8 +193,32 @@ func (m *Manager) Get(key string) (*Session, bool) {
 	if s := m.byID[key]; s != nil {
 		return s, true
 	}
-	s := m.byName[key]
-	return s, s != nil
+	if s := m.byName[key]; s != nil {
+		return s, true
+	}
+	return m.byPrefixLocked(key)
+}
+
+// minPrefix is the shortest id prefix that names a session: shorter ones
+// would mostly be the seconds of a day, shared by many.
+const minPrefix = 4
+
+// byPrefixLocked finds the one session whose id starts with key. It is a
+// scan: a walk by prefix is a person's typing, not a program's loop.
+func (m *Manager) byPrefixLocked(key string) (*Session, bool) {
+	if len(key) < minPrefix {
+		return nil, false
+	}
+	var found *Session
+	for id, s := range m.byID {
+		if strings.HasPrefix(id, key) {
+			if found != nil {
+				return nil, false // ambiguous
+			}
+			found = s
+		}
+	}
+	return found, found != nil
 }
 
 // List returns every session, oldest first.
@@ -205,7 +229,14 @@ func (m *Manager) List() []*Session {
 		out = append(out, s)
 	}
 	m.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	// By creation: ids sort by the second only.
+	sort.Slice(out, func(i, j int) bool {
+		ci, cj := out[i].Summary().Meta.Created, out[j].Summary().Meta.Created
+		if !ci.Equal(cj) {
+			return ci.Before(cj)
+		}
+		return out[i].id < out[j].id
+	})
 	return out
 }
 

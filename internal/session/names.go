@@ -3,7 +3,6 @@ package session
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -63,14 +62,44 @@ func CheckName(n string) error {
 
 func validName(n string) bool { return config.ValidName(n) }
 
-// NewID returns a session id: <unix-ns>-<6 hex>, which sorts by creation.
+// An id is 11 characters, TTTTTT-RRRR: six of the seconds since 2025
+// (sorting as time does) and four random ones, in the lowercase
+// alphabet without i, l, o and u, so that it reads and types easily and
+// a prefix is enough to name it. Ids of the former form (<unix-ns>-<6
+// hex>) on disk still load.
+const idAlphabet = "0123456789abcdefghjkmnpqrstvwxyz"
+
+var idEpoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// NewID returns a new id; callers check it is not taken.
 func NewID() string {
-	var b [3]byte
-	rand.Read(b[:])
-	return fmt.Sprintf("%019d-%s", time.Now().UnixNano(), hex.EncodeToString(b[:]))
+	t := uint64(max(time.Since(idEpoch)/time.Second, 0))
+	var r [4]byte
+	rand.Read(r[:])
+	b := make([]byte, 0, 11)
+	for i := 5; i >= 0; i-- {
+		b = append(b, idAlphabet[(t>>(5*i))&31])
+	}
+	b = append(b, '-')
+	for _, x := range r {
+		b = append(b, idAlphabet[x&31])
+	}
+	return string(b)
 }
 
 func validID(s string) bool {
+	if len(s) == 11 && s[6] == '-' {
+		for i := 0; i < 11; i++ {
+			if i != 6 && strings.IndexByte(idAlphabet, s[i]) < 0 {
+				return false
+			}
+		}
+		return true
+	}
+	return validOldID(s)
+}
+
+func validOldID(s string) bool {
 	ns, hx, ok := strings.Cut(s, "-")
 	if !ok || len(ns) != 19 || len(hx) != 6 {
 		return false

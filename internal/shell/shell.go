@@ -223,7 +223,7 @@ func (sh *Shell) attach(id string, made bool) error {
 	if made {
 		how = "new"
 	}
-	sh.note("session %s (%s) in %s, model %s; /help for help", sessionLabel(c), how, c["cwd"], orDefault(c["model"]))
+	sh.note("session %s (%s) in %s, model %s; /help for help", sessionLabel(c), how, c["cwd"], sh.modelInUse(id, c["model"]))
 	sh.in.SetPrompt(shortName(c) + "> ")
 	fi, err := os.Stat(sh.t.path("s", id, "chat"))
 	if err != nil {
@@ -432,6 +432,22 @@ func shortName(c map[string]string) string {
 		return id[i+1:]
 	}
 	return id
+}
+
+// modelInUse is the model the session is set to, else the one s/idx says
+// it uses (its agent's or its backend's), else "(default)".
+func (sh *Shell) modelInUse(id, set string) string {
+	if set != "" {
+		return set
+	}
+	if es, err := sh.t.sessions(); err == nil {
+		for _, e := range es {
+			if e.id == id && e.model != "-" && e.model != "" {
+				return e.model
+			}
+		}
+	}
+	return "(default)"
 }
 
 func orDefault(s string) string {

@@ -111,7 +111,7 @@ func (t *tree) newSession(cwd, model, backend string) (string, error) {
 
 // An entry is one line of s/idx.
 type entry struct {
-	id, state, agent, backend, model, cwd string
+	id, state, agent, backend, model, cwd, name string
 }
 
 func (t *tree) sessions() ([]entry, error) {
@@ -121,9 +121,18 @@ func (t *tree) sessions() ([]entry, error) {
 	}
 	var out []entry
 	for _, line := range strings.Split(text, "\n") {
+		// id state agent backend model cwd name: the cwd may hold a tab,
+		// a name never does.
 		f := strings.SplitN(line, "\t", 6)
 		if len(f) == 6 {
-			out = append(out, entry{f[0], f[1], f[2], f[3], f[4], f[5]})
+			e := entry{f[0], f[1], f[2], f[3], f[4], f[5], ""}
+			if i := strings.LastIndexByte(e.cwd, '\t'); i >= 0 {
+				e.cwd, e.name = e.cwd[:i], e.cwd[i+1:]
+				if e.name == "-" {
+					e.name = ""
+				}
+			}
+			out = append(out, e)
 		}
 	}
 	return out, nil
