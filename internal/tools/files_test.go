@@ -26,9 +26,9 @@ func TestFileRead(t *testing.T) {
 	ok(t, f.run("", tool("file_read", "empty")), "(empty file)")
 
 	// Bad input.
-	fails(t, f.run("", tool("file_read")), "exited with status 2", "usage: file_read PATH [FROM [TO]]")
+	fails(t, f.run("", tool("file_read")), "exited with status 2", "usage: file_read PATH [FROM [TO | +COUNT]]")
 	fails(t, f.run("", tool("file_read", "a.txt", "x")), "FROM 'x' is not a line number")
-	fails(t, f.run("", tool("file_read", "a.txt", "3", "2")), "bad range")
+	fails(t, f.run("", tool("file_read", "a.txt", "-2", "3")), "bad range")
 	fails(t, f.run("", tool("file_read", "a.txt", "9")), "a.txt has 4 lines; line 9 is past the end")
 	fails(t, f.run("", tool("file_read", "nope.txt")), "nope.txt: no such file")
 	fails(t, f.run("", tool("file_read", ".")), "is a directory")
@@ -56,7 +56,7 @@ func TestFileReadCutsHugeFiles(t *testing.T) {
 	b.WriteString(strings.Repeat("y", 5000) + "\n")
 	f.write("big.txt", b.String())
 	out := ok(t, f.run("", tool("file_read", "big.txt")), "   500\tline 500\n",
-		"[cut: showed lines 1-500 of 3001; read on with: file_read big.txt 501]")
+		"[cut at 500 lines: showed lines 1-500 of 3001; read on with: file_read big.txt 501]")
 	if strings.Contains(out, "line 501\n") || len(out) > 24<<10+200 {
 		t.Errorf("not cut at 500 lines (%d bytes)", len(out))
 	}
