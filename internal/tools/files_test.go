@@ -3,10 +3,10 @@ package tools_test
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestFileRead(t *testing.T) {
@@ -152,7 +152,9 @@ func TestFileGlob(t *testing.T) {
 	f := newFiles(t)
 	for _, p := range []string{"main.go", "a/b.go", "a/b/c.go", "a/b/c_test.go", "a/x.txt", ".git/hooks/h.go", ".hidden.go"} {
 		f.write(p, "package x\n")
+		sameTime(t, filepath.Join(f.cwd, p))
 	}
+	sameTime(t, filepath.Join(f.cwd, "a", "b"))
 	if out := ok(t, f.run("", tool("file_glob", "**/*.go"))); out != "a/b.go\na/b/c.go\na/b/c_test.go\nmain.go\n" {
 		t.Errorf("**/*.go:\n%s", out)
 	}
@@ -170,14 +172,18 @@ func TestFileGlob(t *testing.T) {
 	fails(t, f.run("", tool("file_glob", "*", "--max", "x")), "--max wants a positive number")
 }
 
-func TestFileGrep(t *testing.T) {
-	engines := map[string][]string{"grep": {"FILE_GREP=grep"}}
-	if _, err := exec.LookPath("rg"); err == nil {
-		engines["rg"] = nil
-	} else {
-		t.Log("ripgrep is not installed: only the grep fallback is tested")
+// sameTime gives p one fixed modification time, so that file_glob's
+// newest-first order falls back to the path.
+func sameTime(t *testing.T, p string) {
+	t.Helper()
+	when := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := os.Chtimes(p, when, when); err != nil {
+		t.Fatal(err)
 	}
-	for name, env := range engines {
+}
+
+func TestFileGrep(t *testing.T) {
+	for name, env := range map[string][]string{"python": nil} {
 		t.Run(name, func(t *testing.T) {
 			f := newFiles(t)
 			f.write("src/a.go", "package a\n\nfunc Alpha() {}\nfunc beta() {}\n")
