@@ -23,10 +23,10 @@ func TestSubagentSessionTools(t *testing.T) {
 			callTool("subagent_spawn", "--", "- grandchild: say hello"),
 		}}},
 		{If: `^- grandchild: say hello`, Then: llmtest.Turn{Text: "grandchild says hello"}},
-		{Role: "tool", If: `^grandchild says hello`, Then: llmtest.Turn{
+		{Role: "tool", If: `(?m)^grandchild says hello`, Then: llmtest.Turn{
 			Calls: []llmtest.Call{callTool("task_list")}}},
 		{Role: "tool", If: `(?s)1\. \[x\] write the test\n\s*2\. \[ \] ship it\n\(1 of 2 done\)`, Then: llmtest.Turn{Text: "child report: checklist kept, grandchild answered"}},
-		{Role: "tool", If: `child report: (.*)`, Then: llmtest.Turn{Text: "parent heard: {{1}}"}},
+		{Role: "tool", If: `(?m)^child report: (.*)`, Then: llmtest.Turn{Text: "parent heard: {{1}}"}},
 		{Role: "tool", If: `(?s).+`, Then: llmtest.Turn{Text: "unexpected tool output: {{last}}"}},
 	}})
 	s := f.newSession("parent")
