@@ -76,12 +76,22 @@ func newExecutor(t *testing.T, cfg *config.Config) *execute.Executor {
 // (OpenAI wire format), and mounts its tree at the configured mount point.
 func newTree(t *testing.T, sc *llmtest.Script) *fixture {
 	t.Helper()
+	return newTreeCfg(t, sc, nil)
+}
+
+// newTreeCfg is newTree with the configuration changed by edit (when not
+// nil) before the daemon starts, as a user edits ollie.json.
+func newTreeCfg(t *testing.T, sc *llmtest.Script, edit func(*config.Config)) *fixture {
+	t.Helper()
 	testutil.RequireFUSE(t)
 	if sc == nil {
 		sc = &llmtest.Script{}
 	}
 	llm := llmtest.NewTest(t, sc)
 	cfg := testutil.Home(t, map[string]string{"OPENAI_BASE_URL": llm.URL + "/v1", "OPENAI_API_KEY": "sk-test"})
+	if edit != nil {
+		edit(cfg)
+	}
 	ex := newExecutor(t, cfg)
 	var bes []backend.Backend
 	for _, bc := range cfg.Backends {
