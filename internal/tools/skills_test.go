@@ -25,14 +25,14 @@ var promises = map[string]promise{
 	`{"steps":[{"tool":"chat_search","args":["nginx","config"]}]}`: {want: []string{"== session ", "(web)", "assistant: The nginx config is in /etc/nginx"}},
 	`{"steps":[{"tool":"chat_search","args":["migration","--session","1764489600000000000-a1b2c3","--max","20"]}]}`: {want: []string{
 		"== transcript 1764489600000000000-a1b2c3", "1: user: run the migration"}},
-	`{"steps":[{"tool":"file_grep","args":["func New\\w*\\(","internal","--glob","*.go"]}]}`: {want: []string{"internal/srv/srv.go:3:func NewServer() *Server {"}},
-	`{"steps":[{"tool":"file_read","args":["main.go","10","40"]}]}`:                         {want: []string{"    10\t// line 10", "    40\t"}},
-	`{"steps":[{"tool":"file_edit","args":["main.go","\treturn nil\n}","\treturn err\n}"]}]}`: {want: []string{"-\treturn nil", "+\treturn err", "edited main.go: 1 replacement"}},
-	`{"steps": [{"tool": "mcp", "args": ["find", "sum"]}]}`:                                   {skip: "needs the user's MCP server everything"},
-	`{"steps": [{"tool": "mcp", "args": ["call", "everything", "get-sum", "{\"a\": 1, \"b\": 2}"]}]}`: {skip: "needs the user's MCP server everything"},
+	`{"steps":[{"tool":"file_grep","args":["func New\\w*\\(","internal","--glob","*.go"]}]}`:                                      {want: []string{"internal/srv/srv.go:3:func NewServer() *Server {"}},
+	`{"steps":[{"tool":"file_read","args":["main.go","10","40"]}]}`:                                                               {want: []string{"    10\t// line 10", "    40\t"}},
+	`{"steps":[{"tool":"file_edit","args":["main.go","\treturn nil\n}","\treturn err\n}"]}]}`:                                     {want: []string{"-\treturn nil", "+\treturn err", "edited main.go: 1 replacement"}},
+	`{"steps": [{"tool": "mcp", "args": ["find", "sum"]}]}`:                                                                       {skip: "needs the user's MCP server everything"},
+	`{"steps": [{"tool": "mcp", "args": ["call", "everything", "get-sum", "{\"a\": 1, \"b\": 2}"]}]}`:                             {skip: "needs the user's MCP server everything"},
 	`{"steps":[{"tool":"memory_remember","args":["Deploy of shop","deploy","shop","--body","make deploy ENV=prod; needs VPN"]}]}`: {want: []string{"remembered ", "/m/deploy-of-shop.md"}},
-	`{"steps":[{"tool":"memory_recall","args":["deploy","shop"]}]}`:                                                          {want: []string{"Deploy of shop", "make deploy ENV=prod; needs VPN"}},
-	`{"steps":[{"tool":"memory_recall","args":["--tag","shop"]}]}`:                                                           {want: []string{"Deploy of shop"}},
+	`{"steps":[{"tool":"memory_recall","args":["deploy","shop"]}]}`:                                                               {want: []string{"Deploy of shop", "make deploy ENV=prod; needs VPN"}},
+	`{"steps":[{"tool":"memory_recall","args":["--tag","shop"]}]}`:                                                                {want: []string{"Deploy of shop"}},
 	`{"steps":[{"tool":"reasoning_think","args":["The test fails only with -race: a data race in cache.go, not a logic bug. Check the mutex first."]}]}`: {want: []string{
 		"thought noted (19 words); go on."}},
 	`{"steps": [{"tool": "subagent_spawn", "args": ["Summarize the error handling in cmd/server/*.go in 5 bullets"]}]}`: {want: []string{
