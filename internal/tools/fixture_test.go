@@ -35,7 +35,7 @@ const policy = "workspace"
 // run the real agent loop against a scripted model, and the tree is
 // mounted through real FUSE where $OLLIE points.
 type fixture struct {
-	t   *testing.T
+	t   testing.TB
 	cfg *config.Config
 	ex  *execute.Executor
 	cwd string // the session's working directory
@@ -49,7 +49,7 @@ type fixture struct {
 
 // newFiles is a fixture without a daemon: the tools are installed as the
 // daemon installs them on first start.
-func newFiles(t *testing.T) *fixture {
+func newFiles(t testing.TB) *fixture {
 	t.Helper()
 	cfg := testutil.Home(t, nil)
 	if _, err := defaults.Install(cfg.ConfigDir, "t"); err != nil {
@@ -58,7 +58,7 @@ func newFiles(t *testing.T) *fixture {
 	return &fixture{t: t, cfg: cfg, ex: newExecutor(t, cfg), cwd: t.TempDir(), tmp: t.TempDir()}
 }
 
-func newExecutor(t *testing.T, cfg *config.Config) *execute.Executor {
+func newExecutor(t testing.TB, cfg *config.Config) *execute.Executor {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
