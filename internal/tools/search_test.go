@@ -109,7 +109,11 @@ func TestFileGrepInTree(t *testing.T) {
 	if err := f.fsys.WriteFile(ctx, "s/"+s+"/plan", []byte("- [ ] find the needle\n"), 0); err != nil {
 		t.Fatal(err)
 	}
+	if err := f.fsys.WriteFile(ctx, "b/new", []byte("cwd="+f.cwd+"\n---\nhello\n"), 0); err != nil {
+		t.Fatal(err)
+	}
 	ok(t, f.run(s, tool("file_grep", "needle", f.mnt+"/s")), "/plan:1:- [ ] find the needle")
+	ok(t, f.run(s, tool("file_grep", "find the needle", f.mnt, "-l")), "/plan\n")
 	ok(t, f.run(s, tool("file_glob", "**/plan", f.mnt+"/s")), "plan")
 }
 
