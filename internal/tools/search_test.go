@@ -136,3 +136,30 @@ func TestWalkCopiesAgree(t *testing.T) {
 		t.Fatal("the walk blocks of file_glob and file_grep differ: copy one over the other")
 	}
 }
+
+// git's ignore rules, one case each: a directory rule, ** at the front
+// and in the middle, a re-inclusion, an anchored path, a class, and a
+// rule of a parent directory's .gitignore when searching below it.
+func TestIgnoreRules(t *testing.T) {
+	f := newFiles(t)
+	if err := os.Mkdir(filepath.Join(f.cwd, ".git"), 0755); err != nil {
+		t.Fatal(err)
+	}
+	f.write(".gitignore", "build/\n**/gen/*.go\n!a/gen/keep.go\ndocs/*.md\nx/**/tmp\n*.[oa]\n")
+	for _, p := range []string{"build/b.go", "a/gen/g.go", "a/gen/keep.go", "b/c/gen/h.go", "docs/d.md",
+		"docs/sub/e.md", "x/y/z/tmp/t.go", "x/tmp/u.go", "m.o", "m.c", "lib/build.go", "src/main.go"} {
+		f.write(p, "x\n")
+		sameTime(t, filepath.Join(f.cwd, p))
+	}
+	out := ok(t, f.run("", tool("file_glob", "**/*.{go,md,o,c}")))
+	want := "a/gen/keep.go\ndocs/sub/e.md\nlib/build.go\nm.c\nsrc/main.go\n"
+	if out != want {
+		t.Errorf("listed:\n%s\nwant:\n%s", out, want)
+	}
+	if out := ok(t, f.run("", tool("file_glob", "*", filepath.Join(f.cwd, "a", "gen")))); out != "keep.go\n" {
+		t.Errorf("below the root:\n%s", out)
+	}
+	if out := ok(t, f.run("", tool("file_glob", "{src,lib}/{main,build}.go"))); out != "lib/build.go\nsrc/main.go\n" {
+		t.Errorf("braces:\n%s", out)
+	}
+}
