@@ -3,10 +3,10 @@ package tools_test
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestFileRead(t *testing.T) {
@@ -26,9 +26,9 @@ func TestFileRead(t *testing.T) {
 	ok(t, f.run("", tool("file_read", "empty")), "(empty file)")
 
 	// Bad input.
-	fails(t, f.run("", tool("file_read")), "exited with status 2", "usage: file_read PATH [FROM [TO]]")
+	fails(t, f.run("", tool("file_read")), "exited with status 2", "usage: file_read PATH [FROM [TO | +COUNT]]")
 	fails(t, f.run("", tool("file_read", "a.txt", "x")), "FROM 'x' is not a line number")
-	fails(t, f.run("", tool("file_read", "a.txt", "3", "2")), "bad range")
+	fails(t, f.run("", tool("file_read", "a.txt", "-2", "3")), "bad range")
 	fails(t, f.run("", tool("file_read", "a.txt", "9")), "a.txt has 4 lines; line 9 is past the end")
 	fails(t, f.run("", tool("file_read", "nope.txt")), "nope.txt: no such file")
 	fails(t, f.run("", tool("file_read", ".")), "is a directory")
@@ -56,7 +56,7 @@ func TestFileReadCutsHugeFiles(t *testing.T) {
 	b.WriteString(strings.Repeat("y", 5000) + "\n")
 	f.write("big.txt", b.String())
 	out := ok(t, f.run("", tool("file_read", "big.txt")), "   500\tline 500\n",
-		"[cut: showed lines 1-500 of 3001; read on with: file_read big.txt 501]")
+		"[cut at 500 lines: showed lines 1-500 of 3001; read on with: file_read big.txt 501]")
 	if strings.Contains(out, "line 501\n") || len(out) > 24<<10+200 {
 		t.Errorf("not cut at 500 lines (%d bytes)", len(out))
 	}
@@ -152,7 +152,9 @@ func TestFileGlob(t *testing.T) {
 	f := newFiles(t)
 	for _, p := range []string{"main.go", "a/b.go", "a/b/c.go", "a/b/c_test.go", "a/x.txt", ".git/hooks/h.go", ".hidden.go"} {
 		f.write(p, "package x\n")
+		sameTime(t, filepath.Join(f.cwd, p))
 	}
+	sameTime(t, filepath.Join(f.cwd, "a", "b"))
 	if out := ok(t, f.run("", tool("file_glob", "**/*.go"))); out != "a/b.go\na/b/c.go\na/b/c_test.go\nmain.go\n" {
 		t.Errorf("**/*.go:\n%s", out)
 	}
@@ -170,14 +172,18 @@ func TestFileGlob(t *testing.T) {
 	fails(t, f.run("", tool("file_glob", "*", "--max", "x")), "--max wants a positive number")
 }
 
-func TestFileGrep(t *testing.T) {
-	engines := map[string][]string{"grep": {"FILE_GREP=grep"}}
-	if _, err := exec.LookPath("rg"); err == nil {
-		engines["rg"] = nil
-	} else {
-		t.Log("ripgrep is not installed: only the grep fallback is tested")
+// sameTime gives p one fixed modification time, so that file_glob's
+// newest-first order falls back to the path.
+func sameTime(t *testing.T, p string) {
+	t.Helper()
+	when := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := os.Chtimes(p, when, when); err != nil {
+		t.Fatal(err)
 	}
-	for name, env := range engines {
+}
+
+func TestFileGrep(t *testing.T) {
+	for name, env := range map[string][]string{"python": nil} {
 		t.Run(name, func(t *testing.T) {
 			f := newFiles(t)
 			f.write("src/a.go", "package a\n\nfunc Alpha() {}\nfunc beta() {}\n")

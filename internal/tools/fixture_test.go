@@ -35,7 +35,7 @@ const policy = "workspace"
 // run the real agent loop against a scripted model, and the tree is
 // mounted through real FUSE where $OLLIE points.
 type fixture struct {
-	t   *testing.T
+	t   testing.TB
 	cfg *config.Config
 	ex  *execute.Executor
 	cwd string // the session's working directory
@@ -49,7 +49,7 @@ type fixture struct {
 
 // newFiles is a fixture without a daemon: the tools are installed as the
 // daemon installs them on first start.
-func newFiles(t *testing.T) *fixture {
+func newFiles(t testing.TB) *fixture {
 	t.Helper()
 	cfg := testutil.Home(t, nil)
 	if _, err := defaults.Install(cfg.ConfigDir, "t"); err != nil {
@@ -58,7 +58,7 @@ func newFiles(t *testing.T) *fixture {
 	return &fixture{t: t, cfg: cfg, ex: newExecutor(t, cfg), cwd: t.TempDir(), tmp: t.TempDir()}
 }
 
-func newExecutor(t *testing.T, cfg *config.Config) *execute.Executor {
+func newExecutor(t testing.TB, cfg *config.Config) *execute.Executor {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -76,12 +76,22 @@ func newExecutor(t *testing.T, cfg *config.Config) *execute.Executor {
 // (OpenAI wire format), and mounts its tree at the configured mount point.
 func newTree(t *testing.T, sc *llmtest.Script) *fixture {
 	t.Helper()
+	return newTreeCfg(t, sc, nil)
+}
+
+// newTreeCfg is newTree with the configuration changed by edit (when not
+// nil) before the daemon starts, as a user edits ollie.json.
+func newTreeCfg(t *testing.T, sc *llmtest.Script, edit func(*config.Config)) *fixture {
+	t.Helper()
 	testutil.RequireFUSE(t)
 	if sc == nil {
 		sc = &llmtest.Script{}
 	}
 	llm := llmtest.NewTest(t, sc)
 	cfg := testutil.Home(t, map[string]string{"OPENAI_BASE_URL": llm.URL + "/v1", "OPENAI_API_KEY": "sk-test"})
+	if edit != nil {
+		edit(cfg)
+	}
 	ex := newExecutor(t, cfg)
 	var bes []backend.Backend
 	for _, bc := range cfg.Backends {

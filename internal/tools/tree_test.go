@@ -103,7 +103,7 @@ func TestTasks(t *testing.T) {
 		t.Fatal(err)
 	}
 	ok(t, f.run(s, tool("task_add", "deploy")), "5. [ ] deploy")
-	ok(t, f.run(s, tool("task_clear", "--done")), "removed 1 task; 4 left")
+	ok(t, f.run(s, tool("task_clear", "--done")), "removed 1 task; 4 left\n1. [ ] ", "(0 of 4 done)")
 	ok(t, f.run(s, tool("task_list")), "1. [ ] write a test", "4. [ ] deploy\n(0 of 4 done)")
 	ok(t, f.run(s, tool("task_clear")), "removed 4 tasks; 0 left")
 	if got := readTree(t, f, plan); got != "# Goal\nfix the login bug\n\n## Tasks\n\nremember: the bug is in auth.go\n" {
