@@ -23,6 +23,25 @@ const Description = `Run code in a sandbox, in the session's working directory. 
 	`or {"parallel":[stages]} (each branch gets the same stdin; outputs are joined in order). ` +
 	`The result is the last stage's stdout; on failure, the failing stage, its exit status and stderr.`
 
+// maxArg is the longest argument Linux passes to a program
+// (MAX_ARG_STRLEN, 32 pages), less its terminating NUL.
+const maxArg = 128<<10 - 1
+
+// checkArg refuses, before anything runs, an argument exec would refuse
+// with a bare "argument list too long" or "invalid argument", and says
+// what to do instead: content goes on the tool's standard input.
+func checkArg(id string, i int, a string) error {
+	const fix = "; give content on the tool's standard input instead (every shipped tool reads it: a stage before it, " +
+		`e.g. {"code": "cat <<'EOF'\n...\nEOF"}, pipes into it)`
+	switch {
+	case len(a) > maxArg:
+		return badArgs(fmt.Sprintf("stage %s: argument %d is %d bytes, over the %d bytes one argument may have%s", id, i+1, len(a), maxArg, fix))
+	case strings.IndexByte(a, 0) >= 0:
+		return badArgs(fmt.Sprintf("stage %s: argument %d holds a NUL byte, which no argument can carry%s", id, i+1, fix))
+	}
+	return nil
+}
+
 // DefaultLanguage is the language of inline code that names none.
 const DefaultLanguage = "bash"
 
@@ -124,6 +143,11 @@ func (st *Stage) check(id string, depth int, n *int, max time.Duration) error {
 	}
 	if st.Code != "" && st.Language == "" {
 		st.Language = DefaultLanguage // models often leave it out
+	}
+	for i, a := range st.Args {
+		if err := checkArg(id, i, a); err != nil {
+			return err
+		}
 	}
 	if _, err := seconds(st.Timeout, max, "stage "+id+": timeout"); err != nil {
 		return err

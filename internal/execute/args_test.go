@@ -25,6 +25,8 @@ func TestBadArgs(t *testing.T) {
 		{`{"steps": [{"language": "bash"}]}`, "stage 1: empty code"},
 		{`{"steps": [{"args": ["x"]}]}`, "stage 1: args need a tool"},
 		{`{"steps": [{"parallel": []}]}`, "stage 1: empty parallel"},
+		{`{"steps": [{"tool": "t", "args": ["` + strings.Repeat("x", 128<<10) + `"]}]}`, "give content on the tool's standard input"},
+		{`{"steps": [{"tool": "t", "args": ["a\u0000b"]}]}`, "argument 1 holds a NUL byte"},
 		{`{"steps": [{"code": "x", "language": "bash"}], "timeout": -1}`, "timeout must be a positive number"},
 		{`{"steps": [{"code": "x", "language": "bash"}], "timeout": 1e12}`, "is more than the limit of 3600 seconds"},
 		{`{"steps": [{"code": "x", "language": "bash"}], "timeout": 1e-9}`, "less than a millisecond"},
