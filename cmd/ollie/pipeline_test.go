@@ -236,7 +236,7 @@ func TestSessionScripts(t *testing.T) {
 		t.Errorf("bbg -s, wait, reply: %q", got)
 	}
 	ls := e.ok("sh", `s/ls`)
-	if want := id + "\t-\tidle\t-\t" + e.cwd + "\tsay hello\n"; ls != want {
+	if want := id + "\t-\tidle\tbase\t" + e.cwd + "\tsay hello\n"; ls != want { // the model in use: the backend's first
 		t.Errorf("s/ls = %q, want %q", ls, want)
 	}
 	if got := e.ok("sh", `s/ls .`); got != ls {

@@ -16,7 +16,7 @@ func TestSubagentSpawnErrorsAndLabels(t *testing.T) {
 	}})
 	s := f.newSession("spawner")
 	fails(t, f.run(s, tool("subagent_spawn", "-agent", "nope", "hi")), "the daemon refused the sub-agent spec",
-		"is there an agent 'nope'", "backends (name kind url default-model):")
+		"is there an agent 'nope'", "backends (name kind url default-model last):")
 	fails(t, f.run(s, tool("subagent_spawn", "-backend", "nope", "hi")), "the daemon refused the sub-agent spec",
 		"a sub-agent runs on this session's backend")
 	fails(t, f.run(s, tool("subagent_spawn", "-x", "hi")), "unknown flag -x (a prompt starting with - goes after --)")
