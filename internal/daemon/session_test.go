@@ -216,8 +216,12 @@ func TestQueueAndFifo(t *testing.T) {
 	}
 }
 
+// TestStatewaitAndFlush shows that reads of statewait and wait block at
+// the server until the state changes or a Tflush ends them: each read is
+// seen outstanding there before the test acts.
 func TestStatewaitAndFlush(t *testing.T) {
-	fsys, _, r := sessionSetup(t)
+	fsys, d, _ := sessionSetup(t)
+	st := &d.Server.Stats
 	id := newSession(t, fsys, "cwd="+t.TempDir())
 	p := "s/" + id + "/"
 	sw, err := fsys.Open(ctx, p+"statewait", plan9.OREAD)
@@ -231,18 +235,16 @@ func TestStatewaitAndFlush(t *testing.T) {
 		n, _ := sw.Read(ctx, b, 0)
 		got <- string(b[:n])
 	}()
+	// The state is idle when the read arrives; "running" can only come
+	// from a read that waited for the prompt.
+	testutil.Outstanding(t, st, 1, "the read of statewait")
 	if err := write(fsys, p+"prompt", []byte("block\n")); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case s := <-got:
-		if s != "running\n" {
-			t.Errorf("statewait = %q", s)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("statewait did not return after the state changed")
+	if s := wait(t, got, "statewait after the state changed"); s != "running\n" {
+		t.Errorf("statewait = %q", s)
 	}
-	// A read of wait blocks while the turn runs; a flush ends it at once.
+	// A read of wait blocks while the turn runs; a Tflush ends it at once.
 	wf, err := fsys.Open(ctx, p+"wait", plan9.OREAD)
 	if err != nil {
 		t.Fatal(err)
@@ -250,15 +252,14 @@ func TestStatewaitAndFlush(t *testing.T) {
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { _, err := wf.Read(rctx, make([]byte, 100), 0); done <- err }()
-	time.Sleep(50 * time.Millisecond)
+	testutil.Outstanding(t, st, 1, "the read of wait")
+	flushed := st.Flushed.Load()
 	cancel()
-	select {
-	case err := <-done:
-		if !errs.Is(err, errs.Interrupted) {
-			t.Errorf("flushed wait: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("flush did not end the blocked read")
+	if err := wait(t, done, "the flushed read of wait"); !errs.Is(err, errs.Interrupted) {
+		t.Errorf("flushed wait: %v", err)
+	}
+	if n := st.Flushed.Load() - flushed; n != 1 {
+		t.Errorf("%d Tflushes cancelled the read of wait, want 1", n)
 	}
 	wf.Clunk(ctx)
 	if err := write(fsys, p+"ctl", []byte("stop\n")); err != nil {
@@ -270,11 +271,25 @@ func TestStatewaitAndFlush(t *testing.T) {
 	if !strings.Contains(read(t, fsys, p+"chat"), ":: stopped\n") {
 		t.Error("stop not shown in chat")
 	}
-	_ = r
 }
 
+// wait receives from c, failing the test if nothing comes.
+func wait[T any](t *testing.T, c <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-c:
+		return v
+	case <-time.After(testutil.HangTimeout):
+		t.Fatalf("%s: hung", what)
+		panic("unreachable")
+	}
+}
+
+// TestEventsFollow reads events to the end; a read there waits for the
+// next event, which the test makes only once the read is outstanding at
+// the server.
 func TestEventsFollow(t *testing.T) {
-	fsys, _, _ := sessionSetup(t)
+	fsys, d, _ := sessionSetup(t)
 	id := newSession(t, fsys, "cwd="+t.TempDir())
 	p := "s/" + id + "/"
 	write(fsys, p+"prompt", []byte("one\n"))
@@ -293,28 +308,25 @@ func TestEventsFollow(t *testing.T) {
 		}
 		all = append(all, buf[:n]...)
 	}
+	lines := strings.Split(strings.TrimSpace(string(all)), "\n")
 	// At the end, a read blocks until the next event.
 	got := make(chan string, 1)
 	go func() {
 		n, _ := ev.Read(ctx, buf, int64(len(all)))
 		got <- string(buf[:n])
 	}()
+	testutil.Outstanding(t, &d.Server.Stats, 1, "the read at the end of events")
 	select {
 	case s := <-got:
 		t.Fatalf("read at the end of events returned %q at once", s)
-	case <-time.After(100 * time.Millisecond):
+	default:
 	}
 	write(fsys, p+"prompt", []byte("two\n"))
-	select {
-	case s := <-got:
-		var e session.Event
-		if err := json.Unmarshal([]byte(strings.SplitN(s, "\n", 2)[0]), &e); err != nil || e.Seq == 0 {
-			t.Errorf("next event %q: %v", s, err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("events did not wake on a new event")
+	s := wait(t, got, "events after a new event")
+	var e session.Event
+	if err := json.Unmarshal([]byte(strings.SplitN(s, "\n", 2)[0]), &e); err != nil || e.Seq != int64(len(lines)) {
+		t.Errorf("next event %q (%v), want seq %d", s, err, len(lines))
 	}
-	lines := strings.Split(strings.TrimSpace(string(all)), "\n")
 	for i, l := range lines {
 		var e session.Event
 		if err := json.Unmarshal([]byte(l), &e); err != nil || e.Seq != int64(i) {

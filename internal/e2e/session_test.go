@@ -9,7 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
+
+	"ollie.dev/ollie/internal/testutil"
 )
 
 // newSession makes a session named x the way a user does, and returns the
@@ -92,6 +93,7 @@ func TestCtrlCEndsWait(t *testing.T) {
 	e.newSession()
 	e.sh(`echo 'block forever' > $M/s/x/prompt`)
 	waitFor(t, e.runner.started, "the turn to start")
+	st := &e.daemon().Server.Stats
 	for range 3 {
 		cmd := exec.Command("cat", filepath.Join(e.mnt, "s", "x", "wait"))
 		if err := cmd.Start(); err != nil {
@@ -99,17 +101,26 @@ func TestCtrlCEndsWait(t *testing.T) {
 		}
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			t.Fatalf("cat wait returned while the turn runs: %v", err)
-		case <-time.After(100 * time.Millisecond):
-		}
+		// cat is blocked once its read is outstanding at the daemon.
+		testutil.Until(t, "cat's read of wait reaching the daemon", func() bool {
+			select {
+			case err := <-done:
+				t.Fatalf("cat wait returned while the turn runs: %v", err)
+			default:
+			}
+			return st.Pending.Load() == 1
+		})
+		flushed := st.Flushed.Load()
 		cmd.Process.Signal(syscall.SIGINT)
 		err := waitFor(t, done, "cat wait after SIGINT")
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGINT {
 			t.Fatalf("cat ended with %v, want killed by SIGINT", err)
 		}
+		// The interrupt reached the daemon as a Tflush of that read.
+		testutil.Until(t, "the Tflush of cat's read", func() bool {
+			return st.Flushed.Load() == flushed+1 && st.Pending.Load() == 0
+		})
 	}
 	if got := e.sh(`cat $M/s/x/state`); got != "running\n" {
 		t.Errorf("state after interrupted waits = %q", got)

@@ -29,6 +29,7 @@ func (c *conn) start(r *request, f *fid, big *[]byte, cost int) {
 	c.mu.Lock()
 	c.pending[r.tag] = p
 	c.mu.Unlock()
+	c.srv.Stats.Pending.Add(1)
 	go func() {
 		buf := getBuf(0)
 		b := c.run(p.ctx, &p.req, f, *buf)
@@ -55,6 +56,7 @@ func (c *conn) reply(p *pending, b []byte) {
 	c.running--
 	c.pendingBytes -= p.cost
 	c.mu.Unlock()
+	c.srv.Stats.Pending.Add(-1)
 	c.writeLocked(b)
 }
 
@@ -89,6 +91,7 @@ func (c *conn) flush(r *request) {
 	}
 	if old.cancel != nil {
 		old.cancel()
+		c.srv.Stats.Flushed.Add(1)
 	}
 	fl := &pending{req: request{typ: plan9.Tflush, tag: r.tag}}
 	old.flushes = append(old.flushes, fl)

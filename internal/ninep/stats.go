@@ -26,6 +26,13 @@ type Stats struct {
 	Ops          [nOps]atomic.Uint64
 	BytesRead    atomic.Uint64
 	BytesWritten atomic.Uint64
+	// Pending is how many requests are running in goroutines now: those
+	// that may block (a read of wait, a synced write). Flushed counts
+	// the Tflushes that found their request still running and cancelled
+	// it. With them a test can see that a read is outstanding before it
+	// interrupts, and that the interruption went over the wire.
+	Pending atomic.Int64
+	Flushed atomic.Uint64
 }
 
 // TotalOps is the number of 9P requests served.
