@@ -1,22 +1,79 @@
 package daemon_test
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"9fans.net/go/plan9"
+
+	"ollie.dev/ollie/internal/daemon"
+	"ollie.dev/ollie/internal/errs"
+	"ollie.dev/ollie/internal/testutil"
 )
 
+// group holds turns until n have started, and records when each starts
+// and ends: turns that run one after another never all start, so the
+// group fails them rather than hang.
+type group struct {
+	n   int
+	all chan struct{} // closed when n turns have started
+
+	mu           sync.Mutex
+	starts, ends []time.Time
+}
+
+func newGroup(n int) *group { return &group{n: n, all: make(chan struct{})} }
+
+func (g *group) run(ctx context.Context) error {
+	g.mu.Lock()
+	g.starts = append(g.starts, time.Now())
+	if len(g.starts) == g.n {
+		close(g.all)
+	}
+	g.mu.Unlock()
+	select {
+	case <-g.all:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(testutil.HangTimeout):
+		return errs.E(errs.Unavailable, "the other members never started")
+	}
+	g.mu.Lock()
+	g.ends = append(g.ends, time.Now())
+	g.mu.Unlock()
+	return nil
+}
+
+// overlap reports whether every turn started before any ended.
+func (g *group) overlap() (bool, string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.starts) != g.n || len(g.ends) != g.n {
+		return false, fmt.Sprintf("%d turns started and %d ended, want %d", len(g.starts), len(g.ends), g.n)
+	}
+	last, first := slices.MaxFunc(g.starts, time.Time.Compare), slices.MinFunc(g.ends, time.Time.Compare)
+	return last.Before(first), fmt.Sprintf("last start %v, first end %v", last, first)
+}
+
+// TestBatchForkJoinInOrder runs a batch of 8 members that all run at
+// once (each waits for the others to start) and joins their replies in
+// the members' order.
 func TestBatchForkJoinInOrder(t *testing.T) {
-	fsys, _, _ := sessionSetup(t)
+	cfg := testutil.Home(t, nil)
+	r := &echoRunner{release: make(chan struct{}), together: newGroup(8)}
+	testutil.Daemon(t, cfg, daemon.Options{Runner: r})
+	fsys := testutil.Dial(t, cfg)
 	cwd := t.TempDir()
 	f, err := fsys.Open(ctx, "b/new", plan9.ORDWR)
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := "cwd=" + cwd + "\nparallel=8\n---\nwork on it"
+	spec := "cwd=" + cwd + "\nparallel=8\n---\ntogether on it"
 	if _, err := f.WriteAt(ctx, []byte(spec), 0); err != nil {
 		t.Fatal(err)
 	}
@@ -30,16 +87,19 @@ func TestBatchForkJoinInOrder(t *testing.T) {
 	res := read(t, fsys, "b/"+id+"/result")
 	var want strings.Builder
 	for k := 1; k <= 8; k++ {
-		fmt.Fprintf(&want, "=== %d/8 ===\necho: work on it\n", k)
+		fmt.Fprintf(&want, "=== %d/8 ===\necho: together on it\n", k)
 	}
 	if res != want.String() {
 		t.Fatalf("result:\n%s\nwant:\n%s", res, want.String())
+	}
+	if ok, why := r.together.overlap(); !ok {
+		t.Errorf("the members did not run at once: %s", why)
 	}
 	if st := read(t, fsys, "b/"+id+"/state"); st != "done\n" {
 		t.Errorf("state = %q", st)
 	}
 	for k := 1; k <= 8; k++ {
-		if c := read(t, fsys, fmt.Sprintf("b/%s/%d/chat", id, k)); !strings.Contains(c, "echo: work on it") {
+		if c := read(t, fsys, fmt.Sprintf("b/%s/%d/chat", id, k)); !strings.Contains(c, "echo: together on it") {
 			t.Errorf("member %d chat = %q", k, c)
 		}
 	}

@@ -22,10 +22,16 @@ import (
 // "echo: PROMPT", or, for a prompt starting with "block", waits until
 // released or stopped.
 type echoRunner struct {
-	release chan struct{}
+	release  chan struct{}
+	together *group // holds the turns whose prompt starts with "together"
 }
 
 func (r *echoRunner) Run(ctx context.Context, t *session.Turn) error {
+	if strings.HasPrefix(t.Prompt, "together") {
+		if err := r.together.run(ctx); err != nil {
+			return err
+		}
+	}
 	if strings.HasPrefix(t.Prompt, "block") {
 		select {
 		case <-r.release:

@@ -60,18 +60,24 @@ func TestPipelineCarriesStdin(t *testing.T) {
 	f.wantOK(res, "6 lines\n")
 }
 
+// TestParallelKeepsOrder makes the first branch finish last: it waits
+// until the other two have written their output and made a file each, so
+// it also shows that the branches run at once. The output is still in
+// the order of the branches.
 func TestParallelKeepsOrder(t *testing.T) {
 	f := newFixture(t)
 	res := f.run(steps(
 		bash(`printf 'x\ny\n'`),
 		Stage{Parallel: []Stage{
-			bash(`sleep 0.3; sed 's/^/slow /'`), // finishes last, printed first
-			{Language: "python3", Code: "import sys\nfor l in sys.stdin: print('py', l.strip())"},
-			{Parallel: []Stage{bash(`wc -l`)}},
+			bash(`for i in $(seq 3000); do [ -e py.done ] && [ -e wc.done ] && break; sleep 0.01; done
+				[ -e py.done ] && [ -e wc.done ] || { echo the other branches never finished >&2; exit 1; }
+				sed 's/^/last /'`),
+			{Language: "python3", Code: "import sys\nfor l in sys.stdin: print('py', l.strip())\nsys.stdout.flush()\nopen('py.done', 'w').close()"},
+			{Parallel: []Stage{bash(`wc -l; : > wc.done`)}},
 		}},
 		Stage{Language: "sh", Code: `cat`},
 	))
-	f.wantOK(res, "slow x\nslow y\npy x\npy y\n2\n")
+	f.wantOK(res, "last x\nlast y\npy x\npy y\n2\n")
 }
 
 func TestTools(t *testing.T) {
