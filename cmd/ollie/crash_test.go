@@ -43,12 +43,11 @@ func startDaemon(t *testing.T, env []string, sock string) *daemonProc {
 			}
 		}
 	})
-	for i := 0; probe(sock) != nil; i++ {
-		if i > 500 {
+	for deadline := time.Now().Add(testutil.HangTimeout); probe(sock) != nil; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
 			b, _ := os.ReadFile(log.Name())
 			t.Fatalf("daemon did not start:\n%s", b)
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 	return d
 }
@@ -114,12 +113,13 @@ func TestKill9DuringStreamingTurn(t *testing.T) {
 	wr(t, fsys, "s/survivor/plan", "step 1\n")
 	wr(t, fsys, "s/survivor/prompt", "two\n")
 	wr(t, fsys, "s/survivor/fifo.in", "three\n")
-	for !strings.Contains(rd(t, fsys, "s/survivor/chat"), "slow words slow") {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Until(t, "the second answer streaming", func() bool {
+		return strings.Contains(rd(t, fsys, "s/survivor/chat"), "slow words slow")
+	})
 	usage := rd(t, fsys, "s/survivor/usage")
 	fsys.Close()
 	d.kill9()
+	asked := len(chats(llm))
 
 	d2 := startDaemon(t, env, sock)
 	fsys = d2.dial()
@@ -142,13 +142,16 @@ func TestKill9DuringStreamingTurn(t *testing.T) {
 	if !strings.Contains(ctx, `"text":"two\n"`) {
 		t.Errorf("history lacks the cut turn's prompt:\n%s", ctx)
 	}
-	// Not re-run by itself.
-	time.Sleep(300 * time.Millisecond)
+	// Not re-run by itself: idle, and no model request since the kill
+	// (the resume below shows that a re-run asks the model at once).
 	if st := rd(t, fsys, "s/survivor/state"); st != "idle\n" {
 		t.Errorf("state after restart = %q", st)
 	}
 	if w := rd(t, fsys, "s/survivor/wait"); !strings.Contains(w, "interrupted by restart") {
 		t.Errorf("wait after restart = %q", w)
+	}
+	if n := len(chats(llm)) - asked; n != 0 {
+		t.Errorf("%d model requests after the restart before resume, want 0", n)
 	}
 	wr(t, fsys, "s/survivor/ctl", "resume")
 	if w := rd(t, fsys, "s/survivor/wait"); w != "idle\n" {
@@ -158,4 +161,20 @@ func TestKill9DuringStreamingTurn(t *testing.T) {
 	if strings.Count(chat, "assistant: resumed answer\n") != 2 || strings.Count(chat, "user: two\n") != 1 {
 		t.Errorf("resume did not continue the cut turn and then the queue:\n%s", chat[max(0, len(chat)-300):])
 	}
+	if after := chats(llm)[asked:]; len(after) != 2 {
+		t.Errorf("%d model requests from resume, want 2 (the cut turn, then the queued prompt)", len(after))
+	} else if _, last := after[1].Last(); !strings.Contains(last, "three") {
+		t.Errorf("the second request after resume ends with %q, want the queued prompt", last)
+	}
+}
+
+// chats returns the chat requests the model server has had.
+func chats(llm *llmtest.Server) []llmtest.Request {
+	var c []llmtest.Request
+	for _, r := range llm.Requests() {
+		if len(r.Messages) > 0 {
+			c = append(c, r)
+		}
+	}
+	return c
 }
