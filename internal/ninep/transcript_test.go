@@ -22,11 +22,15 @@ import (
 
 // TestTranscripts replays testdata/*.txt: T-message lines are sent, and
 // runs of R-message lines are the replies expected, in any order within a
-// run. An R line containing * is matched as a pattern against the reply's
-// printed form (* matches any run of non-blanks), for values such as the
-// version of an on-disk file that depend on the clock. "raw HEX" sends
-// bytes as they are (a message no Fcall can make); "closed" expects the
-// server to end the conversation.
+// run; comments and blank lines do not end a run. A line "then" between
+// two runs says that every reply of the first comes before any of the
+// second, and the matcher checks it. An R line containing * is matched as
+// a pattern against the reply's printed form (* matches any run of
+// non-blanks), for values such as the version of an on-disk file that
+// depend on the clock. "pending N" waits until N requests are running
+// at the server (a blocked read has reached its blocking point). "raw
+// HEX" sends bytes as they are (a message no Fcall can make); "closed"
+// expects the server to end the conversation.
 func TestTranscripts(t *testing.T) {
 	files, _ := filepath.Glob("testdata/*.txt")
 	if len(files) == 0 {
@@ -60,8 +64,13 @@ func runTranscript(t *testing.T, file, script string) {
 		line := strings.TrimSpace(lines[i])
 		switch {
 		case line == "" || strings.HasPrefix(line, "#"):
-		case strings.HasPrefix(line, "sleep"):
-			time.Sleep(50 * time.Millisecond) // let a request reach its blocking point
+		case line == "then": // the runs around it are apart, so in order
+		case strings.HasPrefix(line, "pending "):
+			var n int64
+			if _, err := fmt.Sscan(line[len("pending "):], &n); err != nil {
+				t.Fatalf("%s: %v", pos, err)
+			}
+			awaitPending(t, pos, srv, n)
 		case strings.HasPrefix(line, "raw "):
 			b, err := hex.DecodeString(strings.TrimSpace(line[4:]))
 			if err != nil {
@@ -84,8 +93,14 @@ func runTranscript(t *testing.T, file, script string) {
 			}
 		case line[0] == 'R':
 			var want []string
-			for ; i < len(lines) && strings.HasPrefix(strings.TrimSpace(lines[i]), "R"); i++ {
-				want = append(want, strings.TrimSpace(lines[i]))
+			for ; i < len(lines); i++ {
+				l := strings.TrimSpace(lines[i])
+				if l != "" && !strings.HasPrefix(l, "#") && !strings.HasPrefix(l, "R") {
+					break
+				}
+				if strings.HasPrefix(l, "R") {
+					want = append(want, l)
+				}
 			}
 			i--
 			expectReplies(t, pos, r1, want)
@@ -132,6 +147,19 @@ func match(pats []string, got *plan9.Fcall) int {
 		}
 	}
 	return -1
+}
+
+// awaitPending waits until n requests are running at srv: a read that
+// blocks is then outstanding, so what the transcript sends next finds it.
+func awaitPending(t *testing.T, pos string, srv *Server, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for srv.Stats.Pending.Load() != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d requests pending, want %d", pos, srv.Stats.Pending.Load(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // wild is a number no transcript uses, standing in for * while parsing.
