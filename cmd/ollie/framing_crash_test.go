@@ -86,7 +86,7 @@ func (r *crashRig) write(name string, pieces ...string) error {
 func (r *crashRig) writeUp(name string, pieces ...string) {
 	r.t.Helper()
 	var err error
-	for range 200 {
+	for deadline := time.Now().Add(testutil.HangTimeout); time.Now().Before(deadline); {
 		if err = r.write(name, pieces...); err == nil {
 			return
 		}
@@ -98,7 +98,7 @@ func (r *crashRig) writeUp(name string, pieces ...string) {
 func (r *crashRig) read(name string) string {
 	r.t.Helper()
 	var err error
-	for range 200 {
+	for deadline := time.Now().Add(testutil.HangTimeout); time.Now().Before(deadline); {
 		var b []byte
 		if b, err = os.ReadFile(filepath.Join(r.mnt, name)); err == nil {
 			return string(b)
@@ -168,7 +168,7 @@ func TestKill9Plan(t *testing.T) {
 		// at least.
 		killAt := i % (pieces + 2)
 		f, err := os.OpenFile(filepath.Join(r.mnt, "s/c/plan"), os.O_WRONLY|os.O_TRUNC, 0)
-		for err != nil && errorsIsConn(err) {
+		for deadline := time.Now().Add(testutil.HangTimeout); err != nil && errorsIsConn(err) && time.Now().Before(deadline); {
 			time.Sleep(5 * time.Millisecond)
 			f, err = os.OpenFile(filepath.Join(r.mnt, "s/c/plan"), os.O_WRONLY|os.O_TRUNC, 0)
 		}
