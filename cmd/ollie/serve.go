@@ -112,7 +112,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 			d.Close()
 			return err
 		}
-		d.OnClose(stop)
+		d.BeforeClose(stop)
 		logger.Printf("mounted on %s", mnt)
 	}
 	err = d.Run(ctx)

@@ -63,8 +63,10 @@ type Daemon struct {
 	listeners []net.Listener
 	conns     map[net.Conn]bool
 	onClose   []func() // shutdown handlers, run last first
-	closed    bool
-	done      chan struct{}
+	// beforeClose run first, before listeners and connections close.
+	beforeClose []func()
+	closed      bool
+	done        chan struct{}
 }
 
 // Start builds the tree and begins serving. It fails if another daemon
@@ -199,6 +201,16 @@ func (d *Daemon) track(c net.Conn, add bool) bool {
 	return true
 }
 
+// BeforeClose registers a handler that runs at shutdown while the
+// connections still serve: an in-process mount is unmounted there, so
+// that requests in flight through it are answered instead of meeting a
+// dead connection the bridge would try to dial again.
+func (d *Daemon) BeforeClose(f func()) {
+	d.mu.Lock()
+	d.beforeClose = append(d.beforeClose, f)
+	d.mu.Unlock()
+}
+
 // OnClose registers a shutdown handler. Handlers run in reverse order of
 // registration, after listeners and connections are closed.
 func (d *Daemon) OnClose(f func()) {
@@ -215,9 +227,12 @@ func (d *Daemon) Close() error {
 		return errClosed
 	}
 	d.closed = true
-	ls, cs, hs := d.listeners, d.conns, d.onClose
-	d.listeners, d.conns, d.onClose = nil, nil, nil
+	ls, cs, hs, first := d.listeners, d.conns, d.onClose, d.beforeClose
+	d.listeners, d.conns, d.onClose, d.beforeClose = nil, nil, nil, nil
 	d.mu.Unlock()
+	for i := len(first) - 1; i >= 0; i-- {
+		first[i]()
+	}
 	for _, l := range ls {
 		l.Close()
 	}
