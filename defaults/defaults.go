@@ -2,6 +2,12 @@
 // tools, utilities, plugins, session scripts and the default agent. They
 // are installed on first start and upgraded later only where the user has
 // not edited them.
+//
+// Its tests are those of what it ships: every tool runs through
+// execute_code in the real sandbox, as a model calls it, and the tools
+// that use the tree ($OLLIE) run against a real daemon mounted through
+// FUSE, driven by a scripted model (docs/tools.md). The stage table
+// battery (stagetable_test.go) lives here too.
 package defaults
 
 import (

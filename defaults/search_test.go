@@ -1,4 +1,4 @@
-package tools_test
+package defaults_test
 
 import (
 	"os"
@@ -121,7 +121,7 @@ func TestFileGrepInTree(t *testing.T) {
 // files); the two copies must not drift apart.
 func TestWalkCopiesAgree(t *testing.T) {
 	block := func(name string) string {
-		b, err := os.ReadFile(filepath.Join("..", "..", "defaults", "t", name))
+		b, err := os.ReadFile(filepath.Join("t", name))
 		if err != nil {
 			t.Fatal(err)
 		}

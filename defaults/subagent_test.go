@@ -1,4 +1,4 @@
-package tools_test
+package defaults_test
 
 import (
 	"strconv"

@@ -1,4 +1,4 @@
-package tools_test
+package defaults_test
 
 import (
 	"path/filepath"
@@ -13,7 +13,7 @@ import (
 //
 //	go test -run '^$' -bench SearchCalls -benchtime 9x ./internal/tools/
 func BenchmarkSearchCalls(b *testing.B) {
-	root, err := filepath.Abs("../..")
+	root, err := filepath.Abs("..")
 	if err != nil {
 		b.Fatal(err)
 	}
