@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -202,5 +203,27 @@ func BenchmarkRemote(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A bridge on another machine may attach on behalf of its callers
+// ("pid=N"), but those pids name processes there: the daemon cannot tell
+// them from stages, so such an attach may only read what is public, even
+// for a pid that here is the daemon's own.
+func TestRemotePidAttachIsRestricted(t *testing.T) {
+	cfg := testutil.Home(t, nil)
+	_, addr := remoteDaemon(t, cfg)
+	d := &client.Dialer{TokenFile: cfg.TokenFile(), KnownHosts: filepath.Join(t.TempDir(), "known_hosts")}
+	fsys, err := d.Mount(ctx, addr, "tester", "pid="+strconv.Itoa(os.Getpid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fsys.Close()
+	if _, err := fsys.ReadFile(ctx, "help"); err != nil {
+		t.Errorf("read help: %v", err)
+	}
+	err = fsys.WriteFile(ctx, "a/x.json", []byte(`{"hooks": {"preTurn": ["touch /tmp/pwned"]}}`), 0)
+	if err == nil || !strings.Contains(err.Error(), "sandboxed code may not") {
+		t.Fatalf("TRIED a write of a/x.json through a remote pid= attach: %v, want a refusal", err)
 	}
 }

@@ -46,6 +46,12 @@ func (c *conn) attachWho(aname string) (*tree.Principal, error) {
 	if err != nil || pid <= 0 {
 		return nil, errs.E(errs.Invalid, "bad attach name "+quote(aname))
 	}
+	if c.token != nil {
+		// A bridge on another machine: its callers' pids name processes
+		// there, not here. Whoever they are, they are not ollie's stages
+		// and cannot be told apart from them: they may read what is public.
+		return &tree.Principal{}, nil
+	}
 	if c.srv.Resolve == nil {
 		return &tree.Principal{}, nil // nobody can say: treat it as a stage of no session
 	}
