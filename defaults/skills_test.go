@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"ollie.dev/ollie/defaults"
+	"ollie.dev/ollie/internal/config"
 	"ollie.dev/ollie/internal/llmtest"
+	"ollie.dev/ollie/internal/mcpbridge/mcptest"
 )
 
 // A skill's promise: what its example prints, in a tree set up for it.
@@ -28,8 +31,8 @@ var promises = map[string]promise{
 	`{"steps":[{"tool":"file_grep","args":["func New\\w*\\(","internal","--glob","*.go"]}]}`:                                      {want: []string{"internal/srv/srv.go:3:func NewServer() *Server {"}},
 	`{"steps":[{"tool":"file_read","args":["main.go","10","40"]}]}`:                                                               {want: []string{"    10\t// line 10", "    40\t"}},
 	`{"steps":[{"tool":"file_edit","args":["main.go","\treturn nil\n}","\treturn err\n}"]}]}`:                                     {want: []string{"-\treturn nil", "+\treturn err", "edited main.go: 1 replacement"}},
-	`{"steps": [{"tool": "mcp", "args": ["find", "sum"]}]}`:                                                                       {skip: "needs the user's MCP server everything"},
-	`{"steps": [{"tool": "mcp", "args": ["call", "everything", "get-sum", "{\"a\": 1, \"b\": 2}"]}]}`:                             {skip: "needs the user's MCP server everything"},
+	`{"steps": [{"tool": "mcp", "args": ["find", "sum"]}]}`:                                                                       {want: []string{"everything get-sum: Returns the sum of two numbers; args: a:number b:number"}},
+	`{"steps": [{"tool": "mcp", "args": ["call", "everything", "get-sum", "{\"a\": 1, \"b\": 2}"]}]}`:                             {want: []string{"The sum of 1 and 2 is 3."}},
 	`{"steps":[{"tool":"memory_remember","args":["Deploy of shop","deploy","shop","--body","make deploy ENV=prod; needs VPN"]}]}`: {want: []string{"remembered ", "/m/deploy-of-shop.md"}},
 	`{"steps":[{"tool":"memory_recall","args":["deploy","shop"]}]}`:                                                               {want: []string{"Deploy of shop", "make deploy ENV=prod; needs VPN"}},
 	`{"steps":[{"tool":"memory_recall","args":["--tag","shop"]}]}`:                                                                {want: []string{"Deploy of shop"}},
@@ -47,10 +50,29 @@ var promises = map[string]promise{
 // expects, and prints what the skill promises. Examples run in the order
 // of the skills and of their lines (task_check after task_add).
 func TestSkillExamplesRun(t *testing.T) {
-	f := newTree(t, &llmtest.Script{Rules: []llmtest.Rule{
+	// sk/mcp.md's examples use a server the user lists as "everything":
+	// the reference server, read from where test.sh installs it (the
+	// sandbox hides $HOME, so the profile reads it, as a user's would a
+	// global node_modules).
+	ev := mcptest.EverythingCmd(t)
+	f := newTreeCfg(t, &llmtest.Script{Rules: []llmtest.Rule{
 		{If: "nginx", Then: llmtest.Turn{Text: "The nginx config is in /etc/nginx/sites-enabled/shop."}},
 		{If: "^Summarize the error handling", Then: llmtest.Turn{Text: "- errors are wrapped with %w"}},
-	}})
+	}}, func(cfg *config.Config) {
+		p := cfg.Sandbox.Profiles["workspace"]
+		p.Read = append(append([]string{}, p.Read...), mcptest.Dir())
+		cfg.Sandbox.Profiles["workspace"] = p
+	})
+	list, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"everything": map[string]any{"command": ev[0], "args": ev[1:]}}})
+	os.MkdirAll(filepath.Join(f.cfg.ConfigDir, "t", "mcp.d"), 0o700)
+	writeRaw(t, filepath.Join(f.cfg.ConfigDir, "t", "mcp.d", "servers.json"), string(list))
+	// t/mcp calls ollie: this package's test binary is not ollie, so the
+	// real one is built, into the cwd, which the sandbox lets stages run.
+	bin := filepath.Join(f.cwd, ".ollie-bin", "ollie")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/ollie").CombinedOutput(); err != nil {
+		t.Fatalf("go build ollie: %v\n%s", err, out)
+	}
 	web := f.newSession("web")
 	if err := f.fsys.WriteFile(ctx, "s/"+web+"/prompt", []byte("where is the nginx config?\n"), 0); err != nil {
 		t.Fatal(err)
@@ -87,7 +109,7 @@ func TestSkillExamplesRun(t *testing.T) {
 			if err := json.Unmarshal([]byte(ex), &a); err != nil {
 				t.Fatal(err)
 			}
-			out := f.run(me, a.Steps...)
+			out := f.runEnv(me, []string{"OLLIE_BIN=" + bin}, a.Steps...)
 			if out.Failed() {
 				t.Errorf("%s: %s failed:\n%s", p, ex, out.Out())
 				continue

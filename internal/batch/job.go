@@ -49,7 +49,19 @@ func (r *Registry) New(sp Spec, perParent int) (*Job, error) {
 	if sp.Parallel < 1 {
 		sp.Parallel = 1
 	}
-	id := session.NewID()
+	// Ids are random within their second: claim the directory, or draw
+	// again.
+	var id string
+	for {
+		id = session.NewID()
+		err := os.Mkdir(r.jobDir(id), 0700)
+		if err == nil {
+			break
+		}
+		if !os.IsExist(err) {
+			return nil, err
+		}
+	}
 	j, err := r.open(id, sp)
 	if err != nil {
 		return nil, err

@@ -81,7 +81,7 @@ func TestBatchForkJoinInOrder(t *testing.T) {
 	n, _ := f.ReadAt(ctx, buf, 0)
 	f.Clunk(ctx)
 	id := strings.TrimSpace(string(buf[:n]))
-	if len(id) != 11 || id[6] != '-' {
+	if len(id) != 12 || id[6] != '-' {
 		t.Fatalf("job id %q", id)
 	}
 	res := read(t, fsys, "b/"+id+"/result")

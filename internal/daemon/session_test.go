@@ -121,8 +121,8 @@ func TestNewClone(t *testing.T) {
 		t.Errorf("fresh read of s/new = %q, want the key template", got)
 	}
 	id := newSession(t, fsys, "cwd="+dir+"\nname=first\n")
-	if len(id) != 11 || id[6] != '-' {
-		t.Errorf("id %q is not TTTTTT-RRRR", id)
+	if len(id) != 12 || id[6] != '-' {
+		t.Errorf("id %q is not TTTTTT-RRRRR", id)
 	}
 	// A unique prefix names the session too.
 	if got := read(t, fsys, "s/"+id[:8]+"/state"); got != "idle\n" {

@@ -128,19 +128,31 @@ func (m *Manager) New(sp Spec) (*Session, error) {
 	if err := m.checkSpec(&sp); err != nil {
 		return nil, err
 	}
-	id := NewID()
-	dir := filepath.Join(m.o.Dir, id)
-	meta := Meta{ID: id, Name: sp.Name, Agent: sp.Agent, Backend: sp.Backend, Model: sp.Model,
-		Cwd: sp.Cwd, Created: time.Now().UTC(), Params: sp.Params, Parent: sp.Parent, Sandbox: sp.Sandbox}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if sp.Name != "" && (m.byName[sp.Name] != nil || m.byID[sp.Name] != nil) {
 		return nil, errs.E(errs.Exist, "a session is already called "+sp.Name)
 	}
-	// tmp/ is made by the first tool call that needs it (EnsureTmp).
-	if err := os.Mkdir(dir, 0700); err != nil {
-		return nil, err
+	// An id is random within its second: one taken (here, or on disk by
+	// a session not loaded) is drawn again. tmp/ is made by the first
+	// tool call that needs it (EnsureTmp).
+	var id, dir string
+	for {
+		id = NewID()
+		dir = filepath.Join(m.o.Dir, id)
+		if m.byID[id] != nil {
+			continue
+		}
+		err := os.Mkdir(dir, 0700)
+		if err == nil {
+			break
+		}
+		if !os.IsExist(err) {
+			return nil, err
+		}
 	}
+	meta := Meta{ID: id, Name: sp.Name, Agent: sp.Agent, Backend: sp.Backend, Model: sp.Model,
+		Cwd: sp.Cwd, Created: time.Now().UTC(), Params: sp.Params, Parent: sp.Parent, Sandbox: sp.Sandbox}
 	// Not fsync'd: creating a session acknowledges nothing a crash of the
 	// machine could lose; its first prompt makes the directory durable.
 	b, _ := json.MarshalIndent(meta, "", "\t")

@@ -62,8 +62,8 @@ func CheckName(n string) error {
 
 func validName(n string) bool { return config.ValidName(n) }
 
-// An id is 11 characters, TTTTTT-RRRR: six of the seconds since 2025
-// (sorting as time does) and four random ones, in the lowercase
+// An id is 12 characters, TTTTTT-RRRRR: six of the seconds since 2025
+// (sorting as time does) and five random ones (33 million a second), in the lowercase
 // alphabet without i, l, o and u, so that it reads and types easily and
 // a prefix is enough to name it. Ids of the former form (<unix-ns>-<6
 // hex>) on disk still load.
@@ -74,9 +74,9 @@ var idEpoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 // NewID returns a new id; callers check it is not taken.
 func NewID() string {
 	t := uint64(max(time.Since(idEpoch)/time.Second, 0))
-	var r [4]byte
+	var r [5]byte
 	rand.Read(r[:])
-	b := make([]byte, 0, 11)
+	b := make([]byte, 0, 12)
 	for i := 5; i >= 0; i-- {
 		b = append(b, idAlphabet[(t>>(5*i))&31])
 	}
@@ -88,8 +88,8 @@ func NewID() string {
 }
 
 func validID(s string) bool {
-	if len(s) == 11 && s[6] == '-' {
-		for i := 0; i < 11; i++ {
+	if len(s) == 12 && s[6] == '-' {
+		for i := 0; i < 12; i++ {
 			if i != 6 && strings.IndexByte(idAlphabet, s[i]) < 0 {
 				return false
 			}
