@@ -40,11 +40,9 @@ func (s *Session) Cfg() [][2]string {
 func (s *Session) SetCfg(kv map[string]string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	meta := s.meta
-	for k, v := range kv {
-		if err := s.m.setField(&meta, k, v, s.turn != nil); err != nil {
-			return err
-		}
+	meta, err := s.withCfgLocked(kv)
+	if err != nil {
+		return err
 	}
 	if err := writeJSON(filepath.Join(s.dir, "meta.json"), meta); err != nil {
 		return err
@@ -61,13 +59,20 @@ func (s *Session) SetCfg(kv map[string]string) error {
 func (s *Session) CheckCfg(kv map[string]string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	_, err := s.withCfgLocked(kv)
+	return err
+}
+
+// withCfgLocked returns the meta with kv applied, or the first error of
+// a key; the session's own is not touched.
+func (s *Session) withCfgLocked(kv map[string]string) (Meta, error) {
 	meta := s.meta
 	for k, v := range kv {
 		if err := s.m.setField(&meta, k, v, s.turn != nil); err != nil {
-			return err
+			return meta, err
 		}
 	}
-	return nil
+	return meta, nil
 }
 
 func keys(kv map[string]string) []string {

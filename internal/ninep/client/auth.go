@@ -101,12 +101,7 @@ func (d *Dialer) Mount(ctx context.Context, addr, uname, aname string) (*Fsys, e
 	if err != nil {
 		return nil, err
 	}
-	root, err := c.Attach(ctx, uname, aname)
-	if err != nil {
-		c.Close()
-		return nil, err
-	}
-	return &Fsys{Root: root}, nil
+	return mount(ctx, c, uname, aname)
 }
 
 func (d *Dialer) pin(key string, cert *x509.Certificate) error {

@@ -60,6 +60,12 @@ func Mount(ctx context.Context, addr, uname, aname string) (*Fsys, error) {
 	if err != nil {
 		return nil, err
 	}
+	return mount(ctx, c, uname, aname)
+}
+
+// mount attaches to the root of aname on c as uname, closing c if it
+// cannot.
+func mount(ctx context.Context, c *Conn, uname, aname string) (*Fsys, error) {
 	root, err := c.Attach(ctx, uname, aname)
 	if err != nil {
 		c.Close()
