@@ -434,31 +434,7 @@ func TestSessionCwdRefused(t *testing.T) {
 func TestStageOnTheSocket(t *testing.T) {
 	f := newTree(t, nil)
 	s := f.newSession("direct")
-	nine := `import os, socket, struct, sys
-def msg(t, tag, body): return struct.pack("<IBH", 7 + len(body), t, tag) + body
-def s9(x): x = x.encode(); return struct.pack("<H", len(x)) + x
-def rpc(c, t, body):
-    c.sendall(msg(t, 1, body))
-    n = struct.unpack("<I", c.recv(4))[0]
-    b = b""
-    while len(b) < n - 4: b += c.recv(n - 4 - len(b))
-    if b[0] == 107: return "error: " + b[5:5 + struct.unpack("<H", b[3:5])[0]].decode()
-    return "ok"
-print("TRIED connect", end=" ")
-try:
-    c = socket.socket(socket.AF_UNIX); c.connect(sys.argv[1])
-except OSError as e:
-    print("refused", e); sys.exit(0)
-print("connected")
-print("version", rpc(c, 100, struct.pack("<I", 8192) + s9("9P2000")))
-print("TRIED attach-as-pid", rpc(c, 104, struct.pack("<II", 1, 0xffffffff) + s9("x") + s9("pid=1")))
-print("attach", rpc(c, 104, struct.pack("<II", 2, 0xffffffff) + s9("x") + s9("")))
-print("walk", rpc(c, 110, struct.pack("<IIH", 2, 3, 2) + s9("a") + s9("default.json")))
-print("TRIED open-agent", rpc(c, 112, struct.pack("<IB", 3, 1)))
-print("walk2", rpc(c, 110, struct.pack("<IIH", 2, 4, 1) + s9("help")))
-print("open-help", rpc(c, 112, struct.pack("<IB", 4, 0)))
-`
-	out := ok(t, f.run(s, code("python3", "import sys\nsys.argv = ['x', '"+f.cfg.Socket+"']\n"+nine)))
+	out := ok(t, f.run(s, code("python3", "import sys\nsys.argv = ['x', '"+f.cfg.Socket+"']\n"+testutil.Attack9P)))
 	if !strings.Contains(out, "TRIED connect") {
 		t.Fatalf("the attempt did not run:\n%s", out)
 	}
