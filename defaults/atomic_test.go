@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"ollie.dev/ollie/internal/testutil"
 )
 
 // lines is n numbered lines of about width bytes each.
@@ -67,9 +69,7 @@ func TestAtomicWriteFileTooLarge(t *testing.T) {
 // A file of another owner, writable to the session, is replaced only if
 // its owner can be kept; else it is left as it was, and the error says why.
 func TestAtomicWriteOtherOwner(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("giving a file to another owner needs root")
-	}
+	testutil.RequireRoot(t, "giving a file to another owner")
 	f := newFiles(t)
 	p := f.write("theirs.txt", "a = 1\n")
 	if err := os.Chmod(p, 0666); err != nil {
@@ -100,9 +100,7 @@ func TestAtomicWriteOtherOwner(t *testing.T) {
 // On a full file system (a 64 KiB tmpfs mounted by the test, which needs
 // root; the file size limit above needs nothing) the original is kept.
 func TestAtomicWriteDiskFull(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a small tmpfs needs root; TestAtomicWriteFileTooLarge covers the same without it")
-	}
+	testutil.RequireRoot(t, "mounting a small tmpfs; TestAtomicWriteFileTooLarge covers the same without it")
 	f := newFiles(t)
 	dir := filepath.Join(f.cwd, "full")
 	if err := os.Mkdir(dir, 0755); err != nil {

@@ -149,12 +149,11 @@ func TestRemoteMount(t *testing.T) {
 // 65534 through setpriv), with an ollie binary that user may run: it can
 // neither read the token nor attach without it.
 func TestRemoteOtherUser(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root, to run a client as uid 65534")
-	}
+	testutil.RequireRoot(t, "to run a client as uid 65534")
+	testutil.Require(t, "setpriv")
 	setpriv, err := exec.LookPath("setpriv")
 	if err != nil {
-		t.Skipf("no setpriv: %v", err)
+		t.Fatal(err)
 	}
 	home := t.TempDir()
 	r := startRemote(t, home)

@@ -22,7 +22,7 @@ import (
 // stage's pids cgroup can stop it.
 func TestForkBombStopsAtLimit(t *testing.T) {
 	if ABI() == 0 {
-		t.Skip("no landlock")
+		skipUnlessCI(t, "no landlock")
 	}
 	if os.Getuid() == 0 {
 		if _, err := stageCgroups(); err != nil {
@@ -105,7 +105,7 @@ func daemonMain(cwd, tmp string) int {
 // be gone soon after: they are not re-parented to init and left running.
 func TestStagesDieWithTheDaemon(t *testing.T) {
 	if ABI() == 0 {
-		t.Skip("no landlock")
+		skipUnlessCI(t, "no landlock")
 	}
 	if os.Getuid() == 0 {
 		if _, err := stageCgroups(); err != nil {

@@ -18,7 +18,7 @@ import (
 // checks that a port nobody protects still works.
 func TestPortGuard(t *testing.T) {
 	if ABI() == 0 {
-		t.Skip("no landlock")
+		skipUnlessCI(t, "no landlock")
 	}
 	listen := func() (net.Listener, uint16) {
 		l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -151,7 +151,7 @@ func TestStageDenials(t *testing.T) {
 		t.Skip("no filter for this architecture")
 	}
 	if ABI() == 0 {
-		t.Skip("no landlock")
+		skipUnlessCI(t, "no landlock")
 	}
 	for _, oneShot := range []bool{false, true} {
 		t.Run(fmt.Sprintf("oneshot=%v", oneShot), func(t *testing.T) { runCanary(t, stageTries(oneShot), oneShot) })
