@@ -115,13 +115,7 @@ func (h *rewriteHandle) WriteAt(_ context.Context, p []byte, off int64) (int, er
 	}
 	copy(next[off:], p)
 	if err := h.validate(next); err != nil && !errors.Is(err, ErrIncomplete) {
-		if h.created && !h.landed && !h.removed {
-			// `echo garbage > a/new.json` leaves nothing behind, at
-			// once, not when the clunk comes.
-			h.file.dir.root.Remove(h.file.rel)
-			h.file.dir.syncDir()
-			h.removed = true
-		}
+		h.dropUnlandedLocked()
 		return 0, err
 	}
 	h.buf, h.dirty, h.low = next, true, min(h.low, off)
@@ -169,6 +163,7 @@ func (h *rewriteHandle) commitLocked() error {
 	}
 	if err := h.validate(h.buf); err != nil {
 		h.dirty = false // said once; the next write tries again
+		h.dropUnlandedLocked()
 		if errors.Is(err, ErrIncomplete) {
 			return errs.E(errs.Invalid, h.file.name+": unfinished content, not saved")
 		}
@@ -240,11 +235,24 @@ func (h *rewriteHandle) Close() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	err := h.commitLocked()
-	if h.created && !h.landed && !h.removed && h.file.dir.pol.Validate != nil {
-		h.file.dir.root.Remove(h.file.rel)
-		h.file.dir.syncDir()
+	if h.file.dir.pol.Validate != nil {
+		h.dropUnlandedLocked()
 	}
 	return err
+}
+
+// dropUnlandedLocked removes the file this open created while nothing
+// valid has landed in it: `echo garbage > a/new.json` and an unfinished
+// document leave nothing behind, at the write or the commit that fails,
+// not when the clunk comes (which the bridge does not wait for: a name
+// still there meanwhile would be cached by the kernel, and the next
+// writer's open would find it gone).
+func (h *rewriteHandle) dropUnlandedLocked() {
+	if h.created && !h.landed && !h.removed {
+		h.file.dir.root.Remove(h.file.rel)
+		h.file.dir.syncDir()
+		h.removed = true
+	}
 }
 
 var tmpSeq struct {
