@@ -17,6 +17,7 @@ func (s *Session) Cfg() [][2]string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m := s.meta
+	st, _ := s.sm.get()
 	temp := ""
 	if m.Params.Temperature != nil {
 		temp = strconv.FormatFloat(*m.Params.Temperature, 'g', -1, 64)
@@ -28,7 +29,7 @@ func (s *Session) Cfg() [][2]string {
 		return strconv.Itoa(n)
 	}
 	return [][2]string{
-		{"id", s.id}, {"name", m.Name}, {"state", string(s.state)}, {"agent", m.Agent},
+		{"id", s.id}, {"name", m.Name}, {"state", string(st)}, {"agent", m.Agent},
 		{"backend", m.Backend}, {"model", m.Model}, {"cwd", m.Cwd}, {"temperature", temp},
 		{"max_tokens", itoa(m.Params.MaxTokens)}, {"max_steps", itoa(m.Params.MaxSteps)}, {"sandbox", m.Sandbox},
 	}

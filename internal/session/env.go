@@ -3,7 +3,6 @@ package session
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -151,21 +150,6 @@ func validEnvKey(k string) bool {
 		}
 	}
 	return true
-}
-
-func readQueue(name string) ([]string, error) {
-	b, err := os.ReadFile(name)
-	if err != nil {
-		return nil, err
-	}
-	var q []string
-	for _, line := range strings.Split(string(b), "\n") {
-		var p string
-		if line != "" && json.Unmarshal([]byte(line), &p) == nil {
-			q = append(q, p)
-		}
-	}
-	return q, nil
 }
 
 func decodeJSON(s string, v any) { json.Unmarshal([]byte(s), v) }

@@ -3,13 +3,8 @@ package session
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"os"
-	"sort"
-	"strings"
 	"time"
-
-	"ollie.dev/ollie/internal/errs"
 )
 
 // Event is one line of events.jsonl.
@@ -46,54 +41,18 @@ func countLines(name string) int64 {
 }
 
 // Asks returns the pending consent requests, by number.
-func (s *Session) Asks() []int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ids := make([]int, 0, len(s.asks))
-	for id := range s.asks {
-		ids = append(ids, id)
-	}
-	sort.Ints(ids)
-	return ids
-}
+func (s *Session) Asks() []int { return s.asks.ids() }
 
 // AskText describes pending request id.
-func (s *Session) AskText(id int) (string, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	a, ok := s.asks[id]
-	if !ok {
-		return "", false
-	}
-	return a.text, true
-}
+func (s *Session) AskText(id int) (string, bool) { return s.asks.text(id) }
 
 // Answer answers pending request id with "allow" or "deny".
 func (s *Session) Answer(id int, answer string) error {
-	var allow bool
-	switch strings.TrimSpace(answer) {
-	case "allow", "yes", "y":
-		allow = true
-	case "deny", "no", "n":
-	default:
-		return errs.E(errs.Invalid, fmt.Sprintf("answer %q: write allow or deny", strings.TrimSpace(answer)))
+	allow, err := parseAnswer(answer)
+	if err != nil {
+		return err
 	}
-	s.mu.Lock()
-	a, ok := s.asks[id]
-	if ok {
-		delete(s.asks, id)
-	}
-	s.mu.Unlock()
-	if !ok {
-		return errs.E(errs.NotExist, "no such request")
-	}
-	a.answer <- allow
-	return nil
-}
-
-type ask struct {
-	text   string
-	answer chan bool
+	return s.asks.answer(id, allow)
 }
 
 // Removed reports whether the session has ended.

@@ -8,15 +8,18 @@ import (
 
 func (m *Manager) load(id string) (*Session, error) {
 	dir := filepath.Join(m.o.Dir, id)
-	s := &Session{m: m, dir: dir, id: id, state: Idle, notify: newNotifier(), nextSeq: -1}
+	s := newSession(m, dir, id)
+	s.nextSeq = -1
 	if err := readJSON(filepath.Join(dir, "meta.json"), &s.meta); err != nil {
 		return nil, err
 	}
 	s.meta.ID = id
 	loadUsage(filepath.Join(dir, "usage.json"), &s.usage)
-	if q, err := readQueue(filepath.Join(dir, "queue.jsonl")); err == nil {
-		s.queue = q
+	q, err := loadQueue(filepath.Join(dir, "queue.jsonl"))
+	if err != nil {
+		m.logf("session %s: queue: %v", id, err)
 	}
+	s.queue = q
 	if fi, err := os.Stat(s.ChatPath()); err == nil {
 		s.chatSize.Store(fi.Size())
 	}
@@ -33,11 +36,11 @@ func (m *Manager) load(id string) (*Session, error) {
 		// Still cut from an earlier restart: said in chat once, then.
 		s.paused = interrupted + "; ctl resume continues"
 		s.prev = string(s.PrevPromptText())
-	case len(s.queue) > 0:
+	case s.queue.len() > 0:
 		s.paused = "queued prompts wait for ctl resume after a restart"
 	}
 	if e, ok := last.Data["error"].(string); ok && last.Type == "turn_end" {
-		s.state, s.lastErr = Error, m.o.Redact.String(e)
+		s.sm.restore(Error, m.o.Redact.String(e))
 	}
 	s.publishLocked() // s is not shared yet
 	return s, nil

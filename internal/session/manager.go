@@ -1,7 +1,6 @@
 package session
 
 import (
-	"container/list"
 	"encoding/json"
 	"errors"
 	"os"
@@ -57,10 +56,8 @@ type Manager struct {
 	toolCalls atomic.Int64
 	closing   atomic.Bool // no new turns start
 
-	// lruMu guards lru, the sessions whose logs are open, most recently
-	// used first. It is a leaf lock: taken with or without a Session.mu.
-	lruMu sync.Mutex
-	lru   list.List
+	// open are the sessions whose logs are kept open (see logs).
+	open *lru[*Session]
 
 	mu     sync.Mutex
 	byID   map[string]*Session
@@ -78,7 +75,7 @@ func Open(o Options) (*Manager, error) {
 	if err := os.MkdirAll(o.Dir, 0700); err != nil {
 		return nil, err
 	}
-	m := &Manager{o: o, runner: o.Runner, byID: map[string]*Session{}, byName: map[string]*Session{}, notify: newNotifier()}
+	m := &Manager{o: o, runner: o.Runner, open: newLRU[*Session](maxOpenLogs), byID: map[string]*Session{}, byName: map[string]*Session{}, notify: newNotifier()}
 	ents, err := os.ReadDir(o.Dir)
 	if err != nil {
 		return nil, err
@@ -160,7 +157,8 @@ func (m *Manager) New(sp Spec) (*Session, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	s := &Session{m: m, dir: dir, id: id, meta: meta, state: Idle, notify: newNotifier(), nextSeq: 0, unsynced: true}
+	s := newSession(m, dir, id)
+	s.meta, s.unsynced = meta, true
 	s.publishLocked() // s is not shared yet
 	m.byID[id] = s
 	if sp.Name != "" {
@@ -310,7 +308,8 @@ func (m *Manager) Remove(key string) error {
 	m.mu.Lock()
 	s.mu.Lock()
 	s.removed.Store(true)
-	s.closeLogsLocked()
+	s.logs.close()
+	m.open.remove(s)
 	s.notify.broadcast()
 	s.mu.Unlock()
 	delete(m.byID, s.id)
@@ -387,20 +386,7 @@ const maxOpenLogs = 128
 // touch marks s as using its open logs and closes those of the session
 // used least recently when too many are open. s.mu is held.
 func (m *Manager) touch(s *Session) {
-	m.lruMu.Lock()
-	if s.lruElem != nil {
-		m.lru.MoveToFront(s.lruElem)
-	} else {
-		s.lruElem = m.lru.PushFront(s)
-	}
-	var evict *Session
-	if m.lru.Len() > maxOpenLogs {
-		e := m.lru.Back()
-		evict = m.lru.Remove(e).(*Session)
-		evict.lruElem = nil
-	}
-	m.lruMu.Unlock()
-	if evict != nil && evict != s {
+	if evict, ok := m.open.touch(s); ok {
 		go evict.closeIdleLogs() // takes evict.mu: not while holding s.mu
 	}
 }

@@ -1,9 +1,6 @@
 package session
 
 import (
-	"bytes"
-	"container/list"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +13,16 @@ import (
 
 // Session is one agent session. Its exported methods are safe for
 // concurrent use.
+//
+// It composes the parts that each do one job, and adds what ties them:
+// which prompt runs when, and what each change records. The parts:
+//
+//	logs      the append-only files and the usage record (store.go)
+//	sm        the state and its transitions (state.go)
+//	queue     the prompts waiting, on disk (queue.go)
+//	asks      the pending consent requests (asks.go)
+//
+// and, in the manager, the set of sessions whose logs stay open (lru.go).
 type Session struct {
 	m   *Manager
 	dir string
@@ -24,12 +31,16 @@ type Session struct {
 	chatVers atomic.Uint32 // bumped on every append to chat
 	chatSize atomic.Int64
 
+	sm      *machine     // own leaf lock
+	queue   *promptQueue // own leaf lock
+	asks    asks         // own leaf lock
+	removed atomic.Bool  // read without mu: stats of a session's files must not wait for its lock
+	summary atomic.Pointer[Summary] // see Summary; published under mu
+
 	mu        sync.Mutex
 	meta      Meta
-	state     State
-	lastErr   string // error of the last failed turn
+	logs      logs
 	paused    string // why queued work waits for `ctl resume` ("" = it does not)
-	queue     []string
 	usage     Usage
 	reply     string // the last reply, once a turn has set it
 	replySet  bool
@@ -37,19 +48,19 @@ type Session struct {
 	systemSet bool
 	offset    int64 // chat size just after the last user prompt; -1 until found after a load
 	prev      string
-	chatHold  string      // streamed chat that may start a key (see Turn.Chat)
-	turn      *turn       // the running turn, nil when none
-	removed   atomic.Bool // read without mu: stats of a session's files must not wait for its lock
-	unsynced  bool        // the directory is not yet durable (see New)
-	notify    notifier    // state, queue and event changes
-	nextSeq   int64       // next event sequence number; -1 until counted
-	asks      map[int]*ask
-	askSeq    int
-	open      map[string]*appendFile // logs kept open (see openLogsLocked)
-	usageF    *os.File               // usage.json, kept open with the logs
-	lruElem   *list.Element          // in the manager's list of sessions with open logs
-	stateVer  atomic.Uint32
-	summary   atomic.Pointer[Summary] // see Summary; published under mu
+	chatHold  string   // streamed chat that may start a key (see Turn.Chat)
+	turn      *turn    // the running turn, nil when none
+	unsynced  bool     // the directory is not yet durable (see New)
+	notify    notifier // state, queue and event changes
+	nextSeq   int64    // next event sequence number; -1 until counted
+}
+
+// newSession makes the value of a session whose directory is dir; the
+// caller fills in the rest before sharing it.
+func newSession(m *Manager, dir, id string) *Session {
+	s := &Session{m: m, dir: dir, id: id, sm: newMachine(), notify: newNotifier(), logs: logs{dir: dir}}
+	s.queue = &promptQueue{path: filepath.Join(dir, "queue.jsonl")}
+	return s
 }
 
 // ID returns the session's id (its directory name on disk).
@@ -98,14 +109,10 @@ func (s *Session) Name() string {
 }
 
 // State returns the current state and, in state Error, the error.
-func (s *Session) State() (State, string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.state, s.lastErr
-}
+func (s *Session) State() (State, string) { return s.sm.get() }
 
 // StateVersion changes whenever the state does.
-func (s *Session) StateVersion() uint32 { return s.stateVer.Load() }
+func (s *Session) StateVersion() uint32 { return s.sm.version() }
 
 // ChatPath is the chat log on disk, which clients read directly.
 func (s *Session) ChatPath() string { return filepath.Join(s.dir, "chat") }
@@ -127,11 +134,7 @@ func (s *Session) Offset() int64 {
 	}
 	return s.offset
 }
-func (s *Session) Queue() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.queue...)
-}
+func (s *Session) Queue() []string { return s.queue.list() }
 func (s *Session) Changed() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -169,7 +172,7 @@ func (s *Session) Submit(prompt string) error {
 	if s.removed.Load() {
 		return errs.E(errs.NotExist, "session ended")
 	}
-	if s.turn != nil || len(s.queue) > 0 && s.paused == "" {
+	if s.turn != nil || s.queue.len() > 0 && s.paused == "" {
 		return s.enqueueLocked(prompt)
 	}
 	s.paused = ""
@@ -184,14 +187,11 @@ func (s *Session) Enqueue(prompt string) error { return s.Submit(prompt) }
 func (s *Session) Pop() (string, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.queue) == 0 {
-		return "", false, nil
+	p, ok, err := s.queue.pop()
+	if ok {
+		s.notify.broadcast()
 	}
-	p := s.queue[0]
-	if err := s.saveQueueLocked(s.queue[1:]); err != nil {
-		return "", false, err
-	}
-	return p, true, nil
+	return p, ok, err
 }
 
 func checkPrompt(p string) error {
@@ -207,38 +207,34 @@ func checkPrompt(p string) error {
 const maxPrompt = 4 << 20
 
 func (s *Session) enqueueLocked(prompt string) error {
-	q := append(append([]string(nil), s.queue...), prompt)
-	if err := s.saveQueueLocked(q); err != nil {
+	n, err := s.queue.push(prompt)
+	if err != nil {
 		return err
 	}
-	s.eventLocked("queued", map[string]any{"queue": len(q)})
-	return nil
-}
-
-func (s *Session) saveQueueLocked(q []string) error {
-	var b bytes.Buffer
-	for _, p := range q {
-		line, _ := json.Marshal(p)
-		b.Write(line)
-		b.WriteByte('\n')
-	}
-	if err := writeAtomic(filepath.Join(s.dir, "queue.jsonl"), b.Bytes(), 0600); err != nil {
-		return errs.E(errs.Other, "save queue", err)
-	}
-	s.queue = q
 	s.notify.broadcast()
+	s.eventLocked("queued", map[string]any{"queue": n})
 	return nil
 }
 
-// setStateLocked changes the state, records the event and wakes waiters.
-func (s *Session) setStateLocked(st State) {
-	if s.state == st {
-		return
+// popLocked takes the next queued prompt to run it.
+func (s *Session) popLocked() (string, bool, error) {
+	p, ok, err := s.queue.pop()
+	if ok {
+		s.notify.broadcast()
 	}
-	s.state = st
-	s.stateVer.Add(1)
+	return p, ok, err
+}
+
+// changedStateLocked records a change of state the machine made (err is
+// its answer): the summary, the event, the waiters.
+func (s *Session) changedStateLocked(err error) error {
+	if err != nil {
+		return err
+	}
+	st, _ := s.sm.get()
 	s.publishLocked()
 	s.eventLocked("state", map[string]any{"state": string(st)})
+	return nil
 }
 
 // Wait blocks until the session is idle with nothing queued that will run
@@ -247,8 +243,9 @@ func (s *Session) setStateLocked(st State) {
 func (s *Session) Wait(done <-chan struct{}) (State, string, error) {
 	for {
 		s.mu.Lock()
-		st, e, ch := s.state, s.lastErr, s.notify.wait()
-		settled := s.turn == nil && (len(s.queue) == 0 || s.paused != "") || s.removed.Load()
+		ch := s.notify.wait()
+		st, e := s.sm.get()
+		settled := s.turn == nil && (s.queue.len() == 0 || s.paused != "") || s.removed.Load()
 		paused := s.paused
 		s.mu.Unlock()
 		if settled {
@@ -267,19 +264,7 @@ func (s *Session) Wait(done <-chan struct{}) (State, string, error) {
 
 // WaitChange blocks until the state differs from from, or done is closed.
 func (s *Session) WaitChange(from State, done <-chan struct{}) (State, error) {
-	for {
-		s.mu.Lock()
-		st, ch := s.state, s.notify.wait()
-		s.mu.Unlock()
-		if st != from {
-			return st, nil
-		}
-		select {
-		case <-ch:
-		case <-done:
-			return st, errs.E(errs.Interrupted)
-		}
-	}
+	return s.sm.waitChange(from, done)
 }
 
 // Paused says why queued work waits for `ctl resume`, or "".
@@ -299,19 +284,7 @@ func (s *Session) appendLocked(name string, b []byte, durable bool) error {
 
 // writeLocked appends b, already redacted, to a log.
 func (s *Session) writeLocked(name string, b []byte, durable bool) error {
-	if a := s.open[name]; a != nil {
-		return a.write(b, durable)
-	}
-	a, err := openAppend(filepath.Join(s.dir, name))
-	if err != nil {
-		return err
-	}
-	if s.open != nil {
-		s.open[name] = a
-		return a.write(b, durable)
-	}
-	defer a.close()
-	return a.write(b, durable)
+	return s.logs.write(name, b, durable)
 }
 
 // chatLocked appends text to the chat log, after what streamed chat was

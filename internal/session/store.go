@@ -110,6 +110,132 @@ func readJSON(name string, v any) error {
 	return json.Unmarshal(b, v)
 }
 
+// logs are a session's append-only files (chat, context.jsonl,
+// events.jsonl) and its usage record, in its directory. From a session's
+// first turn on they stay open (keep), so that a turn opens no file:
+// creating and opening files is what costs most in a turn on ext4; until
+// then, and after close, each write opens its file for the one write.
+//
+// logs has no lock of its own: the session's lock guards it.
+type logs struct {
+	dir    string
+	open   map[string]*appendFile // nil: not kept open
+	usageF *os.File               // usage.json, kept open with the logs
+}
+
+// kept names the logs keep opens.
+var kept = []string{"chat", "context.jsonl", "events.jsonl"}
+
+// write appends b to the log name, and fsyncs it when durable is set.
+func (l *logs) write(name string, b []byte, durable bool) error {
+	if a := l.open[name]; a != nil {
+		return a.write(b, durable)
+	}
+	a, err := openAppend(filepath.Join(l.dir, name))
+	if err != nil {
+		return err
+	}
+	if l.open != nil {
+		l.open[name] = a
+		return a.write(b, durable)
+	}
+	defer a.close()
+	return a.write(b, durable)
+}
+
+// keep opens the logs and keeps them open until close.
+func (l *logs) keep() {
+	if l.open == nil {
+		l.open = map[string]*appendFile{}
+	}
+	for _, name := range kept {
+		if l.open[name] != nil {
+			continue
+		}
+		if a, err := openAppend(filepath.Join(l.dir, name)); err == nil {
+			l.open[name] = a
+		}
+	}
+}
+
+// isOpen reports whether the logs are kept open.
+func (l *logs) isOpen() bool { return l.open != nil }
+
+// close closes the logs kept open; later writes open them again.
+func (l *logs) close() {
+	for _, a := range l.open {
+		a.close()
+	}
+	l.open = nil
+	if l.usageF != nil {
+		l.usageF.Close()
+		l.usageF = nil
+	}
+}
+
+// sync makes everything written to the open logs durable (a log not kept
+// open was synced or not at its write, as that asked).
+func (l *logs) sync() error {
+	for _, a := range l.open {
+		if err := a.sync(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reopen closes the open log name, which is about to be replaced by a new
+// file; the next write opens the new one.
+func (l *logs) reopen(name string) {
+	if a := l.open[name]; a != nil {
+		a.close()
+		delete(l.open, name)
+	}
+}
+
+// usageSize is the fixed size of usage.json. The file is rewritten in
+// place with one pwrite of the whole record, padded with blanks: no
+// rename (which costs an ext4 journal flush per turn), and a kill of the
+// daemon cannot tear a single write.
+const usageSize = 1024
+
+// saveUsage writes the usage record.
+func (l *logs) saveUsage(u Usage) error {
+	b, _ := json.Marshal(u)
+	name := filepath.Join(l.dir, "usage.json")
+	if len(b) >= usageSize {
+		return replaceFile(name, b, 0600, false)
+	}
+	rec := make([]byte, usageSize)
+	copy(rec, b)
+	for i := len(b); i < usageSize-1; i++ {
+		rec[i] = ' '
+	}
+	rec[usageSize-1] = '\n'
+	f := l.usageF
+	if f == nil {
+		var err error
+		if f, err = os.OpenFile(name, os.O_WRONLY|os.O_CREATE, 0600); err != nil {
+			return err
+		}
+		if l.open != nil {
+			l.usageF = f
+		} else {
+			defer f.Close()
+		}
+	}
+	_, err := f.WriteAt(rec, 0)
+	return err
+}
+
+func loadUsage(name string, u *Usage) {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return
+	}
+	json.Unmarshal(bytes.TrimRight(b, " \n\x00"), u)
+}
+
 // appendFile is an append-only log file.
 type appendFile struct {
 	f    *os.File
@@ -150,47 +276,10 @@ func (a *appendFile) close() error {
 	return a.f.Close()
 }
 
-// usageSize is the fixed size of usage.json. The file is rewritten in
-// place with one pwrite of the whole record, padded with blanks: no
-// rename (which costs an ext4 journal flush per turn), and a kill of the
-// daemon cannot tear a single write.
-const usageSize = 1024
-
+// saveUsageLocked writes the usage record; a failure costs only the
+// record (the totals are in memory and in the events), so it is logged.
 func (s *Session) saveUsageLocked() {
-	b, _ := json.Marshal(s.usage)
-	if len(b) >= usageSize {
-		replaceFile(filepath.Join(s.dir, "usage.json"), b, 0600, false)
-		return
-	}
-	rec := make([]byte, usageSize)
-	copy(rec, b)
-	for i := len(b); i < usageSize-1; i++ {
-		rec[i] = ' '
-	}
-	rec[usageSize-1] = '\n'
-	f := s.usageF
-	if f == nil {
-		var err error
-		f, err = os.OpenFile(filepath.Join(s.dir, "usage.json"), os.O_WRONLY|os.O_CREATE, 0600)
-		if err != nil {
-			s.m.logf("session %s: usage: %v", s.id, err)
-			return
-		}
-		if s.open != nil {
-			s.usageF = f // kept open with the logs
-		} else {
-			defer f.Close()
-		}
-	}
-	if _, err := f.WriteAt(rec, 0); err != nil {
+	if err := s.logs.saveUsage(s.usage); err != nil {
 		s.m.logf("session %s: usage: %v", s.id, err)
 	}
-}
-
-func loadUsage(name string, u *Usage) {
-	b, err := os.ReadFile(name)
-	if err != nil {
-		return
-	}
-	json.Unmarshal(bytes.TrimRight(b, " \n\x00"), u)
 }

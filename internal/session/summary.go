@@ -23,5 +23,6 @@ func (s *Session) Summary() Summary {
 // publishLocked publishes the current summary. s.mu is held: every change
 // of meta or state calls it.
 func (s *Session) publishLocked() {
-	s.summary.Store(&Summary{Meta: s.meta, State: s.state})
+	st, _ := s.sm.get()
+	s.summary.Store(&Summary{Meta: s.meta, State: st})
 }

@@ -64,7 +64,11 @@ func TestSummaryConcurrent(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.mu.Lock()
-		s.setStateLocked([]State{Running, Idle}[i%2])
+		if i%2 == 0 {
+			s.changedStateLocked(s.sm.begin(Running))
+		} else {
+			s.changedStateLocked(s.sm.finish(""))
+		}
 		s.mu.Unlock()
 	}
 	if err := m.Rename(s.ID(), "renamed"); err != nil {

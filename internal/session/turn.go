@@ -36,20 +36,65 @@ type turn struct {
 
 var errStopped = errors.New("stopped")
 
-// Turn is the handle a Runner uses to read and write its session.
+// Turn is the handle a Runner uses to read and write its session: its
+// methods (turnapi.go) report what the turn does, and S is what the turn
+// may read of its session, and the one thing it may ask of it (queue a
+// prompt). The runner never holds the session itself.
 type Turn struct {
-	S      *Session
+	S      Handle
 	Prompt string
 	Resume bool // continuing a turn cut by a restart
+
+	s *Session
+}
+
+// Handle is what a turn sees of its session. Its methods are safe for
+// concurrent use.
+type Handle interface {
+	ID() string
+	// TreePath is the session's directory in the tree (s/<id>, or
+	// b/<job>/<k>), relative to the tree's root.
+	TreePath() string
+	// ContextPath is the history on disk, one JSON message a line.
+	ContextPath() string
+	ReplyText() []byte
+	Plan() []byte
+	Env() []EnvVar
+	Usage() Usage
+	// EnsureTmp makes the session's scratch directory and returns it.
+	EnsureTmp() (string, error)
+	// Enqueue queues a prompt for after the turn.
+	Enqueue(prompt string) error
+}
+
+// handle is the Handle of a session: a value of its own, so that a runner
+// cannot get from it to the Session (and its locks, its ctl, its removal).
+type handle struct{ s *Session }
+
+func (h handle) ID() string                  { return h.s.ID() }
+func (h handle) TreePath() string            { return h.s.TreePath() }
+func (h handle) ContextPath() string         { return h.s.ContextPath() }
+func (h handle) ReplyText() []byte           { return h.s.ReplyText() }
+func (h handle) Plan() []byte                { return h.s.Plan() }
+func (h handle) Env() []EnvVar               { return h.s.Env() }
+func (h handle) Usage() Usage                { return h.s.Usage() }
+func (h handle) EnsureTmp() (string, error)  { return h.s.EnsureTmp() }
+func (h handle) Enqueue(prompt string) error { return h.s.Enqueue(prompt) }
+
+func (s *Session) newTurn(prompt string, resume bool) *Turn {
+	return &Turn{S: handle{s}, Prompt: prompt, Resume: resume, s: s}
 }
 
 // startLocked starts a turn for prompt; it returns once the prompt is on
 // disk and the state is running.
 func (s *Session) startLocked(prompt string, resume bool) error {
-	return s.launchLocked(&Turn{S: s, Prompt: prompt, Resume: resume}, false)
+	return s.launchLocked(s.newTurn(prompt, resume), false)
 }
 
 func (s *Session) launchLocked(t *Turn, compact bool) error {
+	if s.turn != nil { // else the state is not busy, and begin below succeeds
+		return errs.E(errs.Busy, "a turn is running")
+	}
 	if !t.Resume && !compact {
 		line := "user: " + strings.TrimRight(t.Prompt, "\n") + "\n"
 		if err := s.chatLocked(line, false); err != nil {
@@ -65,18 +110,20 @@ func (s *Session) launchLocked(t *Turn, compact bool) error {
 		s.offset = s.chatSize.Load()
 		s.prev = t.Prompt
 	}
-	s.lastErr = ""
+	first := Running
+	if compact {
+		first = Compacting
+	}
+	if err := s.sm.begin(first); err != nil {
+		return err
+	}
 	s.m.turns.Add(1)
-	s.openLogsLocked()
+	s.keepLogsLocked()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	tr := &turn{cancel: cancel, done: make(chan struct{})}
 	s.turn = tr
 	s.eventLocked("turn_start", map[string]any{"resume": t.Resume, "compact": compact})
-	if compact {
-		s.setStateLocked(Compacting)
-	} else {
-		s.setStateLocked(Running)
-	}
+	s.changedStateLocked(nil)
 	go s.run(ctx, tr, t, compact)
 	return nil
 }
@@ -89,26 +136,25 @@ func (s *Session) run(ctx context.Context, tr *turn, t *Turn, compact bool) {
 	s.chatLocked("", false) // what streamed chat was held back
 	stopped := errors.Is(context.Cause(ctx), errStopped)
 	data := map[string]any{"ms": time.Since(start).Milliseconds()}
+	failed := ""
 	switch {
 	case stopped:
 		s.chatLocked(":: stopped\n", false)
 		data["stopped"] = true
-		s.setStateLocked(Idle)
 	case err != nil:
-		s.lastErr = s.m.o.Redact.String(oneLine(err.Error()))
-		s.chatLocked("error: "+s.lastErr+"\n", false)
-		data["error"] = s.lastErr
-		s.setStateLocked(Error)
-	default:
-		s.setStateLocked(Idle)
+		failed = s.m.o.Redact.String(oneLine(err.Error()))
+		s.chatLocked("error: "+failed+"\n", false)
+		data["error"] = failed
+	}
+	if err := s.changedStateLocked(s.sm.finish(failed)); err != nil {
+		s.m.logf("session %s: end of turn: %v", s.id, err) // a bug: every turn begins
 	}
 	s.eventLocked("turn_end", data)
 	s.saveUsageLocked()
 	s.turn = nil
 	close(tr.done)
-	if len(s.queue) > 0 && s.paused == "" && !s.removed.Load() && !s.m.closing.Load() {
-		next := s.queue[0]
-		if err := s.saveQueueLocked(s.queue[1:]); err == nil {
+	if s.queue.len() > 0 && s.paused == "" && !s.removed.Load() && !s.m.closing.Load() {
+		if next, ok, err := s.popLocked(); err == nil && ok {
 			if err := s.startLocked(next, false); err != nil {
 				s.m.logf("session %s: start queued prompt: %v", s.id, err)
 			}
@@ -133,34 +179,12 @@ func (s *Session) callRunner(ctx context.Context, t *Turn, compact bool) (err er
 	return s.m.runner.Run(ctx, t)
 }
 
-// openLogsLocked keeps the session's logs open from its first turn on,
-// so a turn opens no file: creating and opening files is what costs most
-// in a turn on ext4. The manager closes the logs of the sessions used
-// least recently once too many are open.
-func (s *Session) openLogsLocked() {
-	if s.open == nil {
-		s.open = map[string]*appendFile{}
-	}
-	for _, name := range []string{"chat", "context.jsonl", "events.jsonl"} {
-		if s.open[name] != nil {
-			continue
-		}
-		if a, err := openAppend(filepath.Join(s.dir, name)); err == nil {
-			s.open[name] = a
-		}
-	}
+// keepLogsLocked keeps the session's logs open from its first turn on
+// (see logs). The manager closes the logs of the sessions used least
+// recently once too many are open.
+func (s *Session) keepLogsLocked() {
+	s.logs.keep()
 	s.m.touch(s)
-}
-
-func (s *Session) closeLogsLocked() {
-	for _, a := range s.open {
-		a.close()
-	}
-	s.open = nil
-	if s.usageF != nil {
-		s.usageF.Close()
-		s.usageF = nil
-	}
 }
 
 // closeIdleLogs closes the logs of a session the manager evicted, unless
@@ -169,7 +193,7 @@ func (s *Session) closeIdleLogs() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.turn == nil {
-		s.closeLogsLocked()
+		s.logs.close()
 	}
 }
 
@@ -202,7 +226,8 @@ func (s *Session) Stop() error {
 // Kill clears the queue and stops the running turn.
 func (s *Session) Kill() error {
 	s.mu.Lock()
-	err := s.saveQueueLocked(nil)
+	err := s.queue.clear()
+	s.notify.broadcast()
 	s.mu.Unlock()
 	if err != nil {
 		return err
@@ -222,11 +247,11 @@ func (s *Session) Resume() error {
 	if strings.HasPrefix(why, interrupted) {
 		return s.startLocked(s.prev, true)
 	}
-	if len(s.queue) > 0 {
-		next := s.queue[0]
-		if err := s.saveQueueLocked(s.queue[1:]); err != nil {
-			return err
-		}
+	next, ok, err := s.popLocked()
+	if err != nil {
+		return err
+	}
+	if ok {
 		return s.startLocked(next, false)
 	}
 	return errs.E(errs.Invalid, "nothing to resume")
@@ -241,7 +266,7 @@ func (s *Session) Compact() error {
 	if s.turn != nil {
 		return errs.E(errs.Busy, "a turn is running; compact after it (or ctl stop)")
 	}
-	return s.launchLocked(&Turn{S: s}, true)
+	return s.launchLocked(s.newTurn("", false), true)
 }
 
 // Clear starts the history afresh; the old one is kept in history/.
@@ -254,7 +279,7 @@ func (s *Session) Clear() error {
 	if err := s.archiveHistoryLocked(); err != nil {
 		return err
 	}
-	s.reopenLocked("context.jsonl")
+	s.logs.reopen("context.jsonl")
 	if err := writeAtomic(s.ContextPath(), nil, 0600); err != nil {
 		return err
 	}
@@ -290,13 +315,4 @@ func (s *Session) syncDirsLocked() {
 	syncDir(s.dir)
 	syncDir(filepath.Dir(s.dir))
 	s.unsynced = false
-}
-
-// reopenLocked closes an open log that is about to be replaced by a new
-// file; the next append opens the new one.
-func (s *Session) reopenLocked(name string) {
-	if a := s.open[name]; a != nil {
-		a.close()
-		delete(s.open, name)
-	}
 }

@@ -17,7 +17,7 @@ import (
 // tail that may begin a configured key waits for the next piece (or the
 // turn's end), so that a key split across pieces is redacted whole.
 func (t *Turn) Chat(text string) error {
-	s := t.S
+	s := t.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	text, s.chatHold = s.chatHold+text, ""
@@ -33,7 +33,7 @@ func (t *Turn) Append(msg any) error {
 	if err != nil {
 		return err
 	}
-	s := t.S
+	s := t.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.appendLocked("context.jsonl", append(b, '\n'), false)
@@ -41,19 +41,14 @@ func (t *Turn) Append(msg any) error {
 
 // Sync makes everything appended so far durable.
 func (t *Turn) Sync() error {
-	s := t.S
+	s := t.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, a := range s.open {
-		if err := a.sync(); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.logs.sync()
 }
 
 // History returns the messages of the history, oldest first.
-func (t *Turn) History() ([]json.RawMessage, error) { return t.S.History() }
+func (t *Turn) History() ([]json.RawMessage, error) { return t.s.History() }
 
 // History returns the messages of the history, oldest first.
 func (s *Session) History() ([]json.RawMessage, error) {
@@ -84,7 +79,7 @@ func (s *Session) History() ([]json.RawMessage, error) {
 // ReplaceHistory swaps the history for msgs (compaction). The old history
 // is kept whole in history/, and note is shown in chat.
 func (t *Turn) ReplaceHistory(msgs []json.RawMessage, note string) error {
-	s := t.S
+	s := t.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.archiveHistoryLocked(); err != nil {
@@ -95,7 +90,7 @@ func (t *Turn) ReplaceHistory(msgs []json.RawMessage, note string) error {
 		b.Write(m)
 		b.WriteByte('\n')
 	}
-	s.reopenLocked("context.jsonl")
+	s.logs.reopen("context.jsonl")
 	if err := writeAtomic(s.ContextPath(), s.m.clean("context.jsonl", b.Bytes()), 0600); err != nil {
 		return err
 	}
@@ -104,17 +99,21 @@ func (t *Turn) ReplaceHistory(msgs []json.RawMessage, note string) error {
 }
 
 // SetState reports what the turn is doing (running, calling a tool,
-// waiting after a rate limit ...).
+// waiting after a rate limit ...): a busy state. Only the end of the turn
+// makes the session idle or failed; a change the state machine refuses
+// (see machine) is logged and changes nothing.
 func (t *Turn) SetState(st State) {
-	s := t.S
+	s := t.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.setStateLocked(st)
+	if err := s.changedStateLocked(s.sm.step(st)); err != nil {
+		s.m.logf("session %s: state %s: %v", s.id, st, err)
+	}
 }
 
 // Event records an event (tool call start and end, retries, hooks ...).
 func (t *Turn) Event(typ string, data map[string]any) {
-	s := t.S
+	s := t.s
 	if typ == "tool_start" {
 		s.m.toolCalls.Add(1)
 	}
@@ -125,7 +124,7 @@ func (t *Turn) Event(typ string, data map[string]any) {
 
 // AddUsage adds one request's usage and cost to the totals.
 func (t *Turn) AddUsage(u Usage) {
-	s := t.S
+	s := t.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.usage.Input += u.Input
@@ -149,7 +148,7 @@ func (t *Turn) AddUsage(u Usage) {
 
 // StartTurnCost resets the cost of the last turn.
 func (t *Turn) StartTurnCost() {
-	s := t.S
+	s := t.s
 	s.mu.Lock()
 	s.usage.TurnCost = 0
 	s.mu.Unlock()
@@ -157,7 +156,7 @@ func (t *Turn) StartTurnCost() {
 
 // SetReply records the last complete assistant reply.
 func (t *Turn) SetReply(text string) error {
-	s := t.S
+	s := t.s
 	text = s.m.o.Redact.String(text)
 	s.mu.Lock()
 	s.reply, s.replySet = text, true
@@ -169,7 +168,7 @@ func (t *Turn) SetReply(text string) error {
 // written only when it changes, in place: it is a record for people, and
 // a rename per turn would cost an ext4 journal flush.
 func (t *Turn) SetSystemPrompt(text string) error {
-	s := t.S
+	s := t.s
 	text = s.m.o.Redact.String(text)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -193,35 +192,35 @@ func (t *Turn) SetSystemPrompt(text string) error {
 // Ask puts a consent request in ask/ and waits for `allow` or `deny`, for
 // at most timeout; no answer in time is a denial.
 func (t *Turn) Ask(ctx context.Context, text string, timeout time.Duration) (bool, error) {
-	s := t.S
+	s := t.s
 	text = s.m.o.Redact.String(text)
-	a := &ask{text: text, answer: make(chan bool, 1)}
 	s.mu.Lock()
-	s.askSeq++
-	id := s.askSeq
-	if s.asks == nil {
-		s.asks = map[int]*ask{}
+	prev, _ := s.sm.get()
+	id, answer := s.asks.add(text) // listed before the state says asking
+	if err := s.changedStateLocked(s.sm.step(Asking)); err != nil {
+		s.asks.drop(id)
+		s.mu.Unlock()
+		return false, err
 	}
-	s.asks[id] = a
-	prev := s.state
-	s.setStateLocked(Asking)
 	s.eventLocked("ask", map[string]any{"id": id, "request": text})
 	s.mu.Unlock()
 	var allow bool
 	var err error
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
 	select {
-	case allow = <-a.answer:
-	case <-time.After(timeout):
+	case allow = <-answer:
+	case <-timer.C:
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
 	s.mu.Lock()
-	delete(s.asks, id)
+	s.asks.drop(id)
 	s.eventLocked("answer", map[string]any{"id": id, "allow": allow})
-	s.setStateLocked(prev)
+	s.changedStateLocked(s.sm.step(prev))
 	s.mu.Unlock()
 	return allow, err
 }
 
 // Meta returns the session's settings.
-func (t *Turn) Meta() Meta { return t.S.Meta() }
+func (t *Turn) Meta() Meta { return t.s.Meta() }
