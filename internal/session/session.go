@@ -31,10 +31,10 @@ type Session struct {
 	chatVers atomic.Uint32 // bumped on every append to chat
 	chatSize atomic.Int64
 
-	sm      *machine     // own leaf lock
-	queue   *promptQueue // own leaf lock
-	asks    asks         // own leaf lock
-	removed atomic.Bool  // read without mu: stats of a session's files must not wait for its lock
+	sm      *machine                // own leaf lock
+	queue   *promptQueue            // own leaf lock
+	asks    asks                    // own leaf lock
+	removed atomic.Bool             // read without mu: stats of a session's files must not wait for its lock
 	summary atomic.Pointer[Summary] // see Summary; published under mu
 
 	mu        sync.Mutex
