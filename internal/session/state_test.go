@@ -156,7 +156,7 @@ func TestMachineConcurrent(t *testing.T) {
 		}()
 	}
 	var won sync.WaitGroup
-	for i := 0; i < 300; i++ {
+	for i := 0; i < 100; i++ {
 		var wins atomic.Int32
 		for g := 0; g < 2; g++ {
 			won.Add(1)

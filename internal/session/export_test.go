@@ -1,0 +1,15 @@
+package session
+
+// LogsOpen reports whether the session keeps its logs open.
+func (s *Session) LogsOpen() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.logs.isOpen()
+}
+
+// SetMaxOpenLogs bounds the sessions that keep their logs open; call it
+// before any turn.
+func (m *Manager) SetMaxOpenLogs(n int) { m.open = newLRU[*Session](n) }
+
+// OpenLogs is the number of sessions that keep their logs open.
+func (m *Manager) OpenLogs() int { return m.open.len() }
