@@ -16,9 +16,9 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"time"
+
+	"ollie.dev/ollie/internal/ninep/secretfile"
 )
 
 // The daemon's two secrets for 9P over TCP live in files of mode 0600 that
@@ -28,11 +28,11 @@ import (
 // client out, a new certificate would make every client refuse the daemon.
 
 // TokenLen is the length of a token's text: 32 random bytes in hex.
-const TokenLen = 64
+const TokenLen = secretfile.TokenLen
 
 // LoadOrCreateToken reads the token in path, or makes one there.
 func LoadOrCreateToken(path string) (*Token, error) {
-	b, err := readPrivate(path)
+	tok, err := secretfile.Token(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		raw := make([]byte, TokenLen/2)
 		if _, err := rand.Read(raw); err != nil {
@@ -41,23 +41,19 @@ func LoadOrCreateToken(path string) (*Token, error) {
 		if err := writeNew(path, []byte(hex.EncodeToString(raw)+"\n")); err != nil && !errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("token: %v", err)
 		}
-		b, err = readPrivate(path) // ours, or the one a racing start made
+		tok, err = secretfile.Token(path) // ours, or the one a racing start made
 	}
 	if err != nil {
-		return nil, fmt.Errorf("token: %v", err)
+		return nil, fmt.Errorf("token: %v; remove it to have a new one made", err)
 	}
-	text := strings.TrimSpace(string(b))
-	if len(text) != TokenLen || strings.Trim(text, "0123456789abcdef") != "" {
-		return nil, fmt.Errorf("token: %s does not hold a token (%d lower-case hex digits); remove it to have a new one made", path, TokenLen)
-	}
-	return NewToken([]byte(text)), nil
+	return NewToken(tok), nil
 }
 
 // LoadOrCreateCert reads the TLS key and certificate in path (PEM, key
 // first), or makes them there, and returns the certificate with its
 // fingerprint, the SHA-256 of its DER in hex, which clients pin.
 func LoadOrCreateCert(path string) (tls.Certificate, string, error) {
-	b, err := readPrivate(path)
+	b, err := secretfile.Read(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		var pemData []byte
 		if pemData, err = newCert(); err != nil {
@@ -66,7 +62,7 @@ func LoadOrCreateCert(path string) (tls.Certificate, string, error) {
 		if err := writeNew(path, pemData); err != nil && !errors.Is(err, fs.ErrExist) {
 			return tls.Certificate{}, "", fmt.Errorf("certificate: %v", err)
 		}
-		b, err = readPrivate(path)
+		b, err = secretfile.Read(path)
 	}
 	if err != nil {
 		return tls.Certificate{}, "", fmt.Errorf("certificate: %v", err)
@@ -116,28 +112,6 @@ func newCert() ([]byte, error) {
 	}
 	out := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})
 	return append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})...), nil
-}
-
-// readPrivate reads a secret file, refusing one that others may read or
-// that is not ours: a secret someone else could have read, or planted, is
-// no secret.
-func readPrivate(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
-		return nil, fmt.Errorf("%s belongs to uid %d, not to us (uid %d)", path, st.Uid, os.Geteuid())
-	}
-	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0077 != 0 {
-		return nil, fmt.Errorf("%s has mode %v: a secret must be a regular file of mode 0600 (chmod 600 %s)", path, fi.Mode(), path)
-	}
-	return os.ReadFile(path)
 }
 
 // writeNew makes path with data and mode 0600, on disk before it is

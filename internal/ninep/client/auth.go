@@ -7,12 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"strings"
 
 	"9fans.net/go/plan9"
 
 	"ollie.dev/ollie/internal/errs"
+	"ollie.dev/ollie/internal/ninep/secretfile"
 )
 
 // Errors of reaching a daemon over TCP. The errors a Dialer returns wrap
@@ -59,7 +59,7 @@ func (d *Dialer) Dial(ctx context.Context, addr string) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	tok, err := readToken(d.TokenFile)
+	tok, err := secretfile.Token(d.TokenFile)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: %v", key, ErrNoToken, err)
 	}
@@ -156,31 +156,4 @@ func (f *Fid) fidNum() uint32 {
 		return plan9.NOFID
 	}
 	return f.num
-}
-
-// readToken reads a token file: 64 hex digits, and a newline or not. Like
-// the daemon, it refuses a file that others may read.
-func readToken(path string) ([]byte, error) {
-	if path == "" {
-		return nil, errors.New("no token file named")
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0077 != 0 {
-		return nil, fmt.Errorf("%s has mode %v: a token must be a regular file of mode 0600 (chmod 600 %s)", path, fi.Mode(), path)
-	}
-	b := make([]byte, 256)
-	n, _ := f.Read(b)
-	tok := strings.TrimSpace(string(b[:n]))
-	if len(tok) != 64 || strings.Trim(tok, "0123456789abcdef") != "" {
-		return nil, fmt.Errorf("%s does not hold a token (64 hex digits)", path)
-	}
-	return []byte(tok), nil
 }

@@ -41,33 +41,6 @@ func TestPin(t *testing.T) {
 	}
 }
 
-func TestReadToken(t *testing.T) {
-	dir := t.TempDir()
-	good := strings.Repeat("0f", 32)
-	for _, c := range []struct {
-		text string
-		mode os.FileMode
-		want string // "" for good
-	}{
-		{good + "\n", 0600, ""},
-		{good, 0400, ""},
-		{good + "\n", 0640, "mode 0600"},
-		{"short\n", 0600, "does not hold a token"},
-		{strings.ToUpper(good), 0600, "does not hold a token"},
-	} {
-		p := filepath.Join(dir, "t")
-		os.Remove(p)
-		os.WriteFile(p, []byte(c.text), c.mode)
-		tok, err := readToken(p)
-		switch {
-		case c.want == "" && (err != nil || string(tok) != good):
-			t.Errorf("%q %v: %q %v", c.text, c.mode, tok, err)
-		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
-			t.Errorf("%q %v: %v, want %q", c.text, c.mode, err, c.want)
-		}
-	}
-}
-
 // FuzzFindPin: whatever the file holds, finding a pin never panics, and
 // a pin found is one that a line of the file gave in full.
 func FuzzFindPin(f *testing.F) {
