@@ -10,8 +10,6 @@ import "ollie.dev/ollie/internal/tree"
 var (
 	_ tree.Truncater = (*rwText)(nil)
 	_ tree.Syncer    = (*rwText)(nil)
-	_ tree.Truncater = (*planHandle)(nil)
-	_ tree.Syncer    = (*planHandle)(nil)
 	_ tree.Syncer    = (*msgHandle)(nil)
 	_ tree.Syncer    = (*cloneFile)(nil)
 )

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"ollie.dev/ollie/internal/errs"
+	"ollie.dev/ollie/internal/tree"
 )
 
 // collect is a message file whose commits are recorded.
@@ -111,7 +112,7 @@ func TestCtlPerWrite(t *testing.T) {
 
 // Concurrent reads, writes and commits of one open of plan (go test -race).
 func TestPlanConcurrent(t *testing.T) {
-	h := &planHandle{}
+	h := tree.NewRewrite("plan", maxPlan, nil, false, tree.RewriteOps{Save: func([]byte, int64) error { return nil }})
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	for i := range 4 {
@@ -131,7 +132,7 @@ func TestPlanConcurrent(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if n := len(h.buf); n != 4000 {
+	if n, _ := h.ReadAt(ctx, make([]byte, 8000), 0); n != 4000 {
 		t.Errorf("plan is %d bytes, want 4000", n)
 	}
 	if _, err := h.WriteAt(ctx, make([]byte, 1000), maxPlan-10); !errs.Is(err, errs.TooLarge) {

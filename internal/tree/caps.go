@@ -27,4 +27,6 @@ var (
 	_ Syncer    = (*diskHandle)(nil)
 	_ Truncater = (*rewriteHandle)(nil)
 	_ Syncer    = (*rewriteHandle)(nil)
+	_ Truncater = (*Rewrite)(nil)
+	_ Syncer    = (*Rewrite)(nil)
 )

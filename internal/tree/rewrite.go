@@ -11,43 +11,198 @@ import (
 	"ollie.dev/ollie/internal/errs"
 )
 
-// rewriteHandle is an open for writing of a file in a directory whose
-// files are rewritten whole (DiskPolicy.Atomic: a/ sk/ t/ m/). The open
-// takes the content (none with O_TRUNC: the file on disk is not touched);
-// writes and truncates edit that copy, and the commit (close, fsync, or
-// over FUSE the close(2) of each descriptor) replaces the file
-// atomically: temp file, fsync, rename, fsync of the directory. A kill -9
-// before the commit leaves the old content; a write past the limit fails
-// rather than being cut (NAMESPACE rules 1 and 4).
+// Rewrite is an open of a file rewritten whole: it holds a copy of the
+// content, which writes and truncates edit and which the commit (Sync,
+// Close: over 9P a null wstat and the clunk, over FUSE the close(2) of
+// each descriptor) hands to the file's Save whole. Nothing reaches the
+// file before the commit, so an open with O_TRUNC, a kill -9 before the
+// commit or a failed write leaves the content as it was; a write past the
+// limit fails rather than being cut, and voids the changes since the last
+// commit, even the pieces of that write(2) taken before (NAMESPACE rules
+// 1 and 4).
+//
+// With a Check, each write is checked against the content it would
+// produce: a write that makes the content wrong fails and changes
+// nothing; content that is only unfinished (ErrIncomplete) waits for the
+// next write, and fails the commit if it is still unfinished then.
+//
+// A Rewrite is the handle of the rewritten files of a disk directory
+// (DiskPolicy.Atomic: a/ sk/ t/ m/) and of files other packages keep
+// (a session's plan). Its methods are safe for concurrent use: the reads
+// of a fid run while its writes do.
+type Rewrite struct {
+	name string
+	max  int
+	ops  RewriteOps
+
+	mu    sync.Mutex
+	buf   []byte
+	dirty bool  // changed since the open or the last commit
+	low   int64 // the lowest offset changed since (math.MaxInt64 if none)
+	err   error // a write failed for its size: the changes since the last commit are void
+}
+
+// RewriteOps are what a Rewrite does with the file it edits. They run
+// with the Rewrite's lock held, one at a time.
+type RewriteOps struct {
+	// Save stores b as the whole content; low is the lowest offset
+	// changed since the last save. After an error the changes stay, for
+	// the next commit.
+	Save func(b []byte, low int64) error
+	// Reload returns the content as stored, when the changes of an open
+	// were voided.
+	Reload func() []byte
+	// Check, if set, validates content (see Rewrite).
+	Check func(b []byte) error
+	// Invalid, if set, is told when a write or a commit finds the content
+	// invalid; Closed, if set, runs at Close after the commit.
+	Invalid, Closed func()
+}
+
+// NewRewrite returns an open of the file name (named so in errors)
+// holding content, of at most max bytes. changed says the open already
+// differs from the file (an O_TRUNC of a non-empty one), so that a commit
+// with no write saves it.
+func NewRewrite(name string, max int, content []byte, changed bool, ops RewriteOps) *Rewrite {
+	r := &Rewrite{name: name, max: max, ops: ops, buf: content, dirty: changed, low: math.MaxInt64}
+	if changed {
+		r.low = 0
+	}
+	return r
+}
+
+func (r *Rewrite) ReadAt(_ context.Context, p []byte, off int64) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if off >= int64(len(r.buf)) {
+		return 0, nil
+	}
+	return copy(p, r.buf[off:]), nil
+}
+
+func (r *Rewrite) WriteAt(_ context.Context, p []byte, off int64) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	end := off + int64(len(p))
+	if r.err != nil {
+		return 0, r.err
+	}
+	if off < 0 || end > int64(r.max) {
+		r.err = r.tooLarge()
+		return 0, r.err
+	}
+	next := r.buf
+	if r.ops.Check != nil {
+		next = append([]byte(nil), r.buf...) // an invalid write changes nothing
+	}
+	if end > int64(len(next)) {
+		next = append(next, make([]byte, end-int64(len(next)))...)
+	}
+	copy(next[off:], p)
+	if err := r.check(next); err != nil && !errors.Is(err, ErrIncomplete) {
+		r.invalid()
+		return 0, err
+	}
+	r.buf, r.dirty, r.low = next, true, min(r.low, off)
+	return len(p), nil
+}
+
+func (r *Rewrite) tooLarge() error { return errs.E(errs.TooLarge, r.name+": over "+sizeText(r.max)) }
+
+func (r *Rewrite) check(b []byte) error {
+	if r.ops.Check != nil {
+		return r.ops.Check(b)
+	}
+	return nil
+}
+
+func (r *Rewrite) invalid() {
+	if r.ops.Invalid != nil {
+		r.ops.Invalid()
+	}
+}
+
+// Truncate serves a wstat of length on the open file (ftruncate): it
+// changes the copy, which the commit saves.
+func (r *Rewrite) Truncate(size int64) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if size < 0 || size > int64(r.max) {
+		r.err = r.tooLarge()
+		return r.err
+	}
+	if size > int64(len(r.buf)) {
+		r.buf = append(r.buf, make([]byte, size-int64(len(r.buf)))...)
+	}
+	r.buf, r.dirty, r.low = r.buf[:size], true, min(r.low, size)
+	return nil
+}
+
+// Sync commits the content if this open changed it since the last commit.
+func (r *Rewrite) Sync() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.commitLocked()
+}
+
+func (r *Rewrite) commitLocked() error {
+	if err := r.err; err != nil {
+		r.err, r.dirty, r.low = nil, false, math.MaxInt64
+		r.buf = nil
+		if r.ops.Reload != nil {
+			r.buf = r.ops.Reload()
+		}
+		return errs.E(errs.KindOf(err), "not saved: "+err.Error())
+	}
+	if !r.dirty {
+		return nil
+	}
+	if err := r.check(r.buf); err != nil {
+		r.dirty = false // said once; the next write tries again
+		r.invalid()
+		if errors.Is(err, ErrIncomplete) {
+			return errs.E(errs.Invalid, r.name+": unfinished content, not saved")
+		}
+		return err
+	}
+	if err := r.ops.Save(r.buf, r.low); err != nil {
+		return err
+	}
+	r.dirty, r.low = false, math.MaxInt64
+	return nil
+}
+
+// Close commits; then Closed runs.
+func (r *Rewrite) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	err := r.commitLocked()
+	if r.ops.Closed != nil {
+		r.ops.Closed()
+	}
+	return err
+}
+
+// rewriteHandle is a Rewrite of a file of a disk directory whose files are
+// rewritten whole (DiskPolicy.Atomic: a/ sk/ t/ m/). The commit replaces
+// the file atomically: temp file, fsync, rename, fsync of the directory.
 //
 // A commit that only added to the end of the file as it is on disk
 // (`echo x >> m/log`) appends in place instead, and fsyncs: the old
 // content is never at risk, and `tail -f`, which follows the descriptor,
 // sees the new lines (after a rename it would follow a removed file).
 //
-// With a Validate policy each write is checked against the content it
-// would produce: a write that makes the content wrong fails and changes
-// nothing; content that is only unfinished (ErrIncomplete) waits for the
-// next write, and fails the commit if it is still unfinished then.
+// Its fields are guarded by the Rewrite's lock: only its ops touch them.
 type rewriteHandle struct {
-	file *DiskFile
-	max  int
-
-	mu      sync.Mutex // reads of the fid run while its writes do
-	buf     []byte
-	dirty   bool // changed since the open or the last commit
+	*Rewrite
+	file    *DiskFile
 	created bool // made by this open: removed again if nothing valid lands
 	removed bool // created, then removed by an invalid write
 	landed  bool // some content was committed
 	// base is the length of the file on disk as of the open or the last
-	// commit, and disk its identity then (nil if the open made it); low is
-	// the lowest offset changed since (math.MaxInt64 if none).
+	// commit, and disk its identity then (nil if the open made it).
 	base int64
 	disk os.FileInfo
-	low  int64
-	// err: a write failed for its size; the changes since the last
-	// commit are void, even the pieces of that write(2) taken before.
-	err error
 }
 
 // Bounds on the content an open holds: validated documents (agents,
@@ -59,126 +214,50 @@ const (
 
 func (f *DiskFile) rewriter(fh *os.File, trunc, created bool) (Handle, error) {
 	defer fh.Close()
-	h := &rewriteHandle{file: f, max: maxRewritten, created: created, dirty: trunc && !created, low: math.MaxInt64}
-	if f.dir.pol.Validate != nil {
-		h.max = maxValidated
+	h := &rewriteHandle{file: f, created: created}
+	max := maxRewritten
+	ops := RewriteOps{Save: h.save, Reload: h.reload}
+	if v := f.dir.pol.Validate; v != nil {
+		max = maxValidated
+		ops.Check = func(b []byte) error { return v(f.name, b) }
+		ops.Invalid, ops.Closed = h.dropUnlanded, h.dropUnlanded
 	}
 	fi, err := fh.Stat()
 	if err != nil {
 		return nil, diskErr(f.name, err)
 	}
 	h.base, h.disk = fi.Size(), fi
-	if trunc {
-		h.low = 0
+	var content []byte
+	if !trunc && !created {
+		if fi.Size() > int64(max) {
+			return nil, errs.E(errs.TooLarge, f.name+": over "+sizeText(max)+", too large to rewrite here")
+		}
+		b := make([]byte, fi.Size())
+		n, err := fh.ReadAt(b, 0)
+		if err != nil && n < len(b) {
+			return nil, diskErr(f.name, err)
+		}
+		content = b[:n]
 	}
-	if trunc || created {
-		return h, nil
+	h.Rewrite = NewRewrite(f.name, max, content, trunc && !created, ops)
+	if trunc && created {
+		h.Rewrite.low = 0
 	}
-	if fi.Size() > int64(h.max) {
-		return nil, errs.E(errs.TooLarge, f.name+": over "+sizeText(h.max)+", too large to rewrite here")
-	}
-	b := make([]byte, fi.Size())
-	n, err := fh.ReadAt(b, 0)
-	if err != nil && n < len(b) {
-		return nil, diskErr(f.name, err)
-	}
-	h.buf = b[:n]
 	return h, nil
 }
 
-func (h *rewriteHandle) ReadAt(_ context.Context, p []byte, off int64) (int, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if off >= int64(len(h.buf)) {
-		return 0, nil
-	}
-	return copy(p, h.buf[off:]), nil
-}
-
-func (h *rewriteHandle) WriteAt(_ context.Context, p []byte, off int64) (int, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	end := off + int64(len(p))
-	if h.err != nil {
-		return 0, h.err
-	}
-	if off < 0 || end > int64(h.max) {
-		h.err = errs.E(errs.TooLarge, h.file.name+": over "+sizeText(h.max))
-		return 0, h.err
-	}
-	next := h.buf
-	if h.file.dir.pol.Validate != nil {
-		next = append([]byte(nil), h.buf...) // an invalid write changes nothing
-	}
-	if end > int64(len(next)) {
-		next = append(next, make([]byte, end-int64(len(next)))...)
-	}
-	copy(next[off:], p)
-	if err := h.validate(next); err != nil && !errors.Is(err, ErrIncomplete) {
-		h.dropUnlandedLocked()
-		return 0, err
-	}
-	h.buf, h.dirty, h.low = next, true, min(h.low, off)
-	return len(p), nil
-}
-
-func (h *rewriteHandle) validate(b []byte) error {
-	if v := h.file.dir.pol.Validate; v != nil {
-		return v(h.file.name, b)
-	}
-	return nil
-}
-
-// Truncate serves a wstat of length on the open file (ftruncate): it
-// changes the copy, which the commit writes.
-func (h *rewriteHandle) Truncate(size int64) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if size < 0 || size > int64(h.max) {
-		h.err = errs.E(errs.TooLarge, h.file.name+": over "+sizeText(h.max))
-		return h.err
-	}
-	if size > int64(len(h.buf)) {
-		h.buf = append(h.buf, make([]byte, size-int64(len(h.buf)))...)
-	}
-	h.buf, h.dirty, h.low = h.buf[:size], true, min(h.low, size)
-	return nil
-}
-
-// Sync commits the content if this open changed it since the last commit.
-func (h *rewriteHandle) Sync() error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.commitLocked()
-}
-
-func (h *rewriteHandle) commitLocked() error {
-	if err := h.err; err != nil {
-		h.err, h.dirty = nil, false
-		h.reload()
-		return errs.E(errs.KindOf(err), "not saved: "+err.Error())
-	}
-	if !h.dirty {
-		return nil
-	}
-	if err := h.validate(h.buf); err != nil {
-		h.dirty = false // said once; the next write tries again
-		h.dropUnlandedLocked()
-		if errors.Is(err, ErrIncomplete) {
-			return errs.E(errs.Invalid, h.file.name+": unfinished content, not saved")
-		}
-		return err
-	}
+// save writes the content: appended in place, or replaced whole.
+func (h *rewriteHandle) save(b []byte, low int64) error {
 	var err error
-	if h.appended() {
-		err = h.appendInPlace()
+	if h.appended(b, low) {
+		err = h.appendInPlace(b)
 	} else {
-		err = h.replace(h.buf)
+		err = h.replace(b)
 	}
 	if err != nil {
 		return err
 	}
-	h.dirty, h.landed, h.low, h.base = false, true, math.MaxInt64, int64(len(h.buf))
+	h.landed, h.base = true, int64(len(b))
 	if fi, err := h.file.dir.root.Stat(h.file.rel); err == nil {
 		h.disk = fi
 	}
@@ -188,20 +267,20 @@ func (h *rewriteHandle) commitLocked() error {
 // appended reports whether the change since the last commit only adds to
 // the end of the file, which is still the one, of the length, it was.
 // Validated documents are always replaced whole.
-func (h *rewriteHandle) appended() bool {
-	if h.file.dir.pol.Validate != nil || h.disk == nil || h.low < h.base || int64(len(h.buf)) <= h.base {
+func (h *rewriteHandle) appended(b []byte, low int64) bool {
+	if h.file.dir.pol.Validate != nil || h.disk == nil || low < h.base || int64(len(b)) <= h.base {
 		return false
 	}
 	fi, err := h.file.dir.root.Stat(h.file.rel)
 	return err == nil && os.SameFile(fi, h.disk) && fi.Size() == h.base
 }
 
-func (h *rewriteHandle) appendInPlace() error {
+func (h *rewriteHandle) appendInPlace(b []byte) error {
 	f, err := h.file.dir.root.OpenFile(h.file.rel, os.O_WRONLY, 0)
 	if err != nil {
 		return diskErr(h.file.name, err)
 	}
-	_, err = f.WriteAt(h.buf[h.base:], h.base)
+	_, err = f.WriteAt(b[h.base:], h.base)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -215,39 +294,29 @@ func (h *rewriteHandle) appendInPlace() error {
 }
 
 // reload takes the content on disk again, after changes were voided.
-func (h *rewriteHandle) reload() {
-	h.buf, h.low = nil, math.MaxInt64
+func (h *rewriteHandle) reload() []byte {
 	f, err := h.file.dir.root.Open(h.file.rel)
 	if err != nil {
-		return
+		return nil
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.Size() <= int64(h.max) {
-		b := make([]byte, fi.Size())
-		n, _ := f.ReadAt(b, 0)
-		h.buf, h.base, h.disk = b[:n], int64(n), fi
+	fi, err := f.Stat()
+	if err != nil || fi.Size() > int64(h.max) {
+		return nil
 	}
+	b := make([]byte, fi.Size())
+	n, _ := f.ReadAt(b, 0)
+	h.base, h.disk = int64(n), fi
+	return b[:n]
 }
 
-// Close commits, and removes a file this open created if nothing valid
-// ever landed in it.
-func (h *rewriteHandle) Close() error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	err := h.commitLocked()
-	if h.file.dir.pol.Validate != nil {
-		h.dropUnlandedLocked()
-	}
-	return err
-}
-
-// dropUnlandedLocked removes the file this open created while nothing
+// dropUnlanded removes the file this open created while nothing
 // valid has landed in it: `echo garbage > a/new.json` and an unfinished
 // document leave nothing behind, at the write or the commit that fails,
 // not when the clunk comes (which the bridge does not wait for: a name
 // still there meanwhile would be cached by the kernel, and the next
 // writer's open would find it gone).
-func (h *rewriteHandle) dropUnlandedLocked() {
+func (h *rewriteHandle) dropUnlanded() {
 	if h.created && !h.landed && !h.removed {
 		h.file.dir.root.Remove(h.file.rel)
 		h.file.dir.syncDir()
