@@ -7,18 +7,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"ollie.dev/ollie/defaults"
 	"ollie.dev/ollie/internal/agent"
-	"ollie.dev/ollie/internal/backend"
 	"ollie.dev/ollie/internal/config"
 	"ollie.dev/ollie/internal/daemon"
 	"ollie.dev/ollie/internal/execute"
-	"ollie.dev/ollie/internal/fusebridge"
 	"ollie.dev/ollie/internal/llmtest"
 	"ollie.dev/ollie/internal/ninep/client"
 	"ollie.dev/ollie/internal/testutil"
+	"ollie.dev/ollie/internal/testutil/stack"
 )
 
 // The test binary is also the sandbox helper, as ollie itself is.
@@ -55,21 +53,7 @@ func newFiles(t testing.TB) *fixture {
 	if _, err := defaults.Install(cfg.ConfigDir, "t"); err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{t: t, cfg: cfg, ex: newExecutor(t, cfg), cwd: t.TempDir(), tmp: t.TempDir()}
-}
-
-func newExecutor(t testing.TB, cfg *config.Config) *execute.Executor {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ex, err := execute.New(execute.Options{Helper: exe, Sandbox: cfg.Sandbox, Home: os.Getenv("HOME"),
-		Private: execute.PrivatePaths(cfg), Environ: os.Environ()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ex
+	return &fixture{t: t, cfg: cfg, ex: stack.Executor(t, cfg), cwd: t.TempDir(), tmp: t.TempDir()}
 }
 
 // newTree starts a daemon whose sessions talk to a model scripted by sc
@@ -83,43 +67,9 @@ func newTree(t *testing.T, sc *llmtest.Script) *fixture {
 // nil) before the daemon starts, as a user edits ollie.json.
 func newTreeCfg(t *testing.T, sc *llmtest.Script, edit func(*config.Config)) *fixture {
 	t.Helper()
-	testutil.RequireFUSE(t)
-	if sc == nil {
-		sc = &llmtest.Script{}
-	}
-	llm := llmtest.NewTest(t, sc)
-	cfg := testutil.Home(t, map[string]string{"OPENAI_BASE_URL": llm.URL + "/v1", "OPENAI_API_KEY": "sk-test"})
-	if edit != nil {
-		edit(cfg)
-	}
-	ex := newExecutor(t, cfg)
-	var bes []backend.Backend
-	for _, bc := range cfg.Backends {
-		if bc.Kind != config.KindOpenAI {
-			continue
-		}
-		be, err := backend.New(bc, cfg.Secrets[bc.Name], nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		bes = append(bes, be)
-	}
-	r := agent.New(agent.Options{Config: cfg, Backends: bes, Exec: ex, Mount: cfg.Mount, RetryBase: 10 * time.Millisecond})
-	d := testutil.Daemon(t, cfg, daemon.Options{Runner: r, Models: r.Models})
-	if err := os.MkdirAll(cfg.Mount, 0700); err != nil {
-		t.Fatal(err)
-	}
-	dial := func(ctx context.Context) (*client.Conn, error) { return client.Dial(ctx, "unix", cfg.Socket) }
-	srv, err := fusebridge.Mount(ctx, cfg.Mount, dial, fusebridge.Options{Uname: "tester", Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Unmount() }) // before the daemon closes: cleanups run last first
-	if _, err := os.Stat(filepath.Join(cfg.Mount, "t", "idx")); err != nil {
-		t.Fatalf("the tree is not mounted at %s: %v", cfg.Mount, err)
-	}
-	return &fixture{t: t, cfg: cfg, ex: ex, cwd: t.TempDir(), tmp: t.TempDir(),
-		llm: llm, d: d, fsys: testutil.Dial(t, cfg), mnt: cfg.Mount}
+	st := stack.New(t, stack.Options{Script: sc, Edit: edit, Mount: true})
+	return &fixture{t: t, cfg: st.Cfg, ex: st.Exec, cwd: t.TempDir(), tmp: t.TempDir(),
+		llm: st.LLM, d: st.D, fsys: st.Fsys, mnt: st.Mnt}
 }
 
 // newSession creates a session in the fixture's cwd through s/new and

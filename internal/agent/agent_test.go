@@ -10,15 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"ollie.dev/ollie/internal/agent"
-	"ollie.dev/ollie/internal/backend"
 	"ollie.dev/ollie/internal/config"
 	"ollie.dev/ollie/internal/daemon"
-	"ollie.dev/ollie/internal/execute"
-	"ollie.dev/ollie/internal/fusebridge"
 	"ollie.dev/ollie/internal/llmtest"
 	"ollie.dev/ollie/internal/ninep/client"
 	"ollie.dev/ollie/internal/testutil"
+	"ollie.dev/ollie/internal/testutil/stack"
 )
 
 // The test binary is also the sandbox helper, as ollie itself is.
@@ -30,6 +27,7 @@ var ctx = context.Background()
 // scripted model speaking one backend's wire format over HTTP.
 type env struct {
 	t    *testing.T
+	st   *stack.Stack
 	llm  *llmtest.Server
 	cfg  *config.Config
 	d    *daemon.Daemon
@@ -48,51 +46,8 @@ func newEnv(t *testing.T, kind string, sc *llmtest.Script) *env {
 // through FUSE and given to tools as $OLLIE, as `ollie serve -mount` does.
 func newEnvMount(t *testing.T, kind string, sc *llmtest.Script, mounted bool) *env {
 	t.Helper()
-	llm := llmtest.NewTest(t, sc)
-	vars := map[string]string{}
-	switch kind {
-	case config.KindOpenAI:
-		vars["OPENAI_BASE_URL"], vars["OPENAI_API_KEY"] = llm.URL+"/v1", "sk-test"
-	case config.KindAnthropic:
-		vars["ANTHROPIC_BASE_URL"], vars["ANTHROPIC_API_KEY"] = llm.URL, "sk-ant-test"
-	case config.KindOllama:
-		vars["OLLAMA_HOST"] = llm.URL
-	}
-	cfg := testutil.Home(t, vars)
-	exe, _ := os.Executable()
-	ex, err := execute.New(execute.Options{Helper: exe, Sandbox: cfg.Sandbox, Home: os.Getenv("HOME"),
-		Private: execute.PrivatePaths(cfg), Environ: os.Environ()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var bes []backend.Backend
-	for _, bc := range cfg.Backends {
-		if bc.Kind != kind {
-			continue
-		}
-		be, err := backend.New(bc, cfg.Secrets[bc.Name], nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		bes = append(bes, be)
-	}
-	mnt := ""
-	if mounted {
-		testutil.RequireFUSE(t)
-		mnt = filepath.Join(t.TempDir(), "mnt")
-	}
-	r := agent.New(agent.Options{Config: cfg, Backends: bes, Exec: ex, Mount: mnt, RetryBase: 10 * time.Millisecond})
-	d := testutil.Daemon(t, cfg, daemon.Options{Runner: r, Models: r.Models, BackendState: r.BackendState, InUse: r.InUse})
-	if mounted {
-		os.MkdirAll(mnt, 0700)
-		dial := func(ctx context.Context) (*client.Conn, error) { return client.Dial(ctx, "", cfg.Socket) }
-		srv, err := fusebridge.Mount(ctx, mnt, dial, fusebridge.Options{Uname: "tester", Logf: t.Logf})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { srv.Unmount() })
-	}
-	return &env{t: t, llm: llm, cfg: cfg, d: d, fsys: testutil.Dial(t, cfg), cwd: t.TempDir(), mnt: mnt}
+	st := stack.New(t, stack.Options{Kind: kind, Script: sc, Mount: mounted})
+	return &env{t: t, st: st, llm: st.LLM, cfg: st.Cfg, d: st.D, fsys: st.Fsys, cwd: t.TempDir(), mnt: st.Mnt}
 }
 
 func (e *env) newSession(spec string) string {

@@ -8,12 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"ollie.dev/ollie/internal/agent"
-	"ollie.dev/ollie/internal/backend"
 	"ollie.dev/ollie/internal/config"
-	"ollie.dev/ollie/internal/daemon"
 	"ollie.dev/ollie/internal/llmtest"
-	"ollie.dev/ollie/internal/testutil"
+	"ollie.dev/ollie/internal/testutil/stack"
 )
 
 // What the agent does with what real providers send: recorded streams
@@ -210,18 +207,8 @@ func TestRateLimitWaitCapped(t *testing.T) {
 
 // A backend where nothing listens fails the turn at once, with no retry.
 func TestDeadBackendFailsAtOnce(t *testing.T) {
-	cfg := testutil.Home(t, map[string]string{"OLLAMA_HOST": "127.0.0.1:1"})
-	var bes []backend.Backend
-	for _, bc := range cfg.Backends {
-		be, err := backend.New(bc, cfg.Secrets[bc.Name], nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		bes = append(bes, be)
-	}
-	r := agent.New(agent.Options{Config: cfg, Backends: bes, RetryBase: time.Second})
-	testutil.Daemon(t, cfg, daemon.Options{Runner: r, Models: r.Models})
-	e := &env{t: t, cfg: cfg, fsys: testutil.Dial(t, cfg), cwd: t.TempDir()}
+	st := stack.New(t, stack.Options{Kind: config.KindOllama, Env: map[string]string{"OLLAMA_HOST": "127.0.0.1:1"}, RetryBase: time.Second})
+	e := &env{t: t, st: st, cfg: st.Cfg, d: st.D, fsys: st.Fsys, cwd: t.TempDir()}
 	s := e.newSession("")
 	start := time.Now()
 	wait, _ := e.ask(s, "hi")

@@ -5,33 +5,17 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"ollie.dev/ollie/internal/agent"
-	"ollie.dev/ollie/internal/backend"
 	"ollie.dev/ollie/internal/config"
-	"ollie.dev/ollie/internal/daemon"
 	"ollie.dev/ollie/internal/llmtest"
-	"ollie.dev/ollie/internal/testutil"
 )
 
 // restart stops e's daemon and starts another on the same configuration
 // and scripted model, as a restart of ollie does.
 func (e *env) restart() {
 	e.t.Helper()
-	e.fsys.Close()
-	e.d.Close()
-	var bes []backend.Backend
-	for _, bc := range e.cfg.Backends {
-		be, err := backend.New(bc, e.cfg.Secrets[bc.Name], nil)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		bes = append(bes, be)
-	}
-	r := agent.New(agent.Options{Config: e.cfg, Backends: bes, RetryBase: 10 * time.Millisecond})
-	e.d = testutil.Daemon(e.t, e.cfg, daemon.Options{Runner: r, Models: r.Models})
-	e.fsys = testutil.Dial(e.t, e.cfg)
+	e.st.Restart()
+	e.d, e.fsys = e.st.D, e.st.Fsys
 }
 
 // A turn cut by a crash while its tool call ran is resumed with a result

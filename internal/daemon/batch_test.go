@@ -13,6 +13,7 @@ import (
 
 	"ollie.dev/ollie/internal/daemon"
 	"ollie.dev/ollie/internal/errs"
+	"ollie.dev/ollie/internal/session"
 	"ollie.dev/ollie/internal/testutil"
 )
 
@@ -65,7 +66,14 @@ func (g *group) overlap() (bool, string) {
 // the members' order.
 func TestBatchForkJoinInOrder(t *testing.T) {
 	cfg := testutil.Home(t, nil)
-	r := &echoRunner{release: make(chan struct{}), together: newGroup(8)}
+	together := newGroup(8) // holds the turns whose prompt starts with "together"
+	r := testutil.NewEchoRunner()
+	r.Before = func(ctx context.Context, turn *session.Turn) error {
+		if strings.HasPrefix(turn.Prompt, "together") {
+			return together.run(ctx)
+		}
+		return nil
+	}
 	testutil.Daemon(t, cfg, daemon.Options{Runner: r})
 	fsys := testutil.Dial(t, cfg)
 	cwd := t.TempDir()
@@ -92,7 +100,7 @@ func TestBatchForkJoinInOrder(t *testing.T) {
 	if res != want.String() {
 		t.Fatalf("result:\n%s\nwant:\n%s", res, want.String())
 	}
-	if ok, why := r.together.overlap(); !ok {
+	if ok, why := together.overlap(); !ok {
 		t.Errorf("the members did not run at once: %s", why)
 	}
 	if st := read(t, fsys, "b/"+id+"/state"); st != "done\n" {

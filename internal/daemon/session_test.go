@@ -18,42 +18,9 @@ import (
 	"ollie.dev/ollie/internal/testutil"
 )
 
-// echoRunner stands in for the agent loop: it answers at once with
-// "echo: PROMPT", or, for a prompt starting with "block", waits until
-// released or stopped.
-type echoRunner struct {
-	release  chan struct{}
-	together *group // holds the turns whose prompt starts with "together"
-}
-
-func (r *echoRunner) Run(ctx context.Context, t *session.Turn) error {
-	if strings.HasPrefix(t.Prompt, "together") {
-		if err := r.together.run(ctx); err != nil {
-			return err
-		}
-	}
-	if strings.HasPrefix(t.Prompt, "block") {
-		select {
-		case <-r.release:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	if strings.HasPrefix(t.Prompt, "fail") {
-		return errs.E(errs.Unavailable, "backend said no")
-	}
-	answer := "echo: " + strings.TrimSpace(t.Prompt)
-	t.Chat("assistant: " + answer + "\n")
-	t.Append(map[string]string{"role": "assistant", "text": answer})
-	t.AddUsage(session.Usage{Input: 10, Output: 3, Requests: 1})
-	return t.SetReply(answer + "\n")
-}
-
-func (r *echoRunner) Compact(ctx context.Context, t *session.Turn) error { return nil }
-
-func sessionSetup(t *testing.T) (*client.Fsys, *daemon.Daemon, *echoRunner) {
+func sessionSetup(t *testing.T) (*client.Fsys, *daemon.Daemon, *testutil.EchoRunner) {
 	cfg := testutil.Home(t, nil)
-	r := &echoRunner{release: make(chan struct{})}
+	r := testutil.NewEchoRunner()
 	d := testutil.Daemon(t, cfg, daemon.Options{Runner: r})
 	return testutil.Dial(t, cfg), d, r
 }
@@ -209,7 +176,7 @@ func TestQueueAndFifo(t *testing.T) {
 	if got := read(t, fsys, p+"fifo.out"); got != "second\n" {
 		t.Fatalf("fifo.out = %q", got)
 	}
-	close(r.release)
+	r.Release()
 	if w := read(t, fsys, p+"wait"); w != "idle\n" {
 		t.Fatalf("wait = %q", w)
 	}
@@ -427,7 +394,7 @@ func TestRemoveAndRename(t *testing.T) {
 
 func TestSessionsSurviveRestart(t *testing.T) {
 	cfg := testutil.Home(t, nil)
-	r := &echoRunner{release: make(chan struct{})}
+	r := testutil.NewEchoRunner()
 	d, err := daemon.Start(cfg, daemon.Options{Runner: r})
 	if err != nil {
 		t.Fatal(err)
@@ -454,9 +421,9 @@ func TestSessionsSurviveRestart(t *testing.T) {
 			break
 		}
 	}
-	released := make(chan struct{})
-	close(released) // the resumed "block" turn may finish
-	testutil.Daemon(t, cfg, daemon.Options{Runner: &echoRunner{release: released}})
+	r2 := testutil.NewEchoRunner()
+	r2.Release() // the resumed "block" turn may finish
+	testutil.Daemon(t, cfg, daemon.Options{Runner: r2})
 	fsys2 := testutil.Dial(t, cfg)
 	chat := read(t, fsys2, "s/keep/chat")
 	if !strings.Contains(chat, "echo: first") || !strings.Contains(chat, ":: interrupted by restart") {

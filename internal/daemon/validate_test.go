@@ -24,7 +24,7 @@ func validSetup(t *testing.T) (*client.Fsys, *config.Config) {
 	models := func(ctx context.Context, s *session.Session) ([]string, error) {
 		return nil, errs.E(errs.Unavailable, "backend ollama: dial tcp 127.0.0.1:1: connect: connection refused")
 	}
-	testutil.Daemon(t, cfg, daemon.Options{Runner: &echoRunner{release: make(chan struct{})}, Models: models})
+	testutil.Daemon(t, cfg, daemon.Options{Runner: testutil.NewEchoRunner(), Models: models})
 	return testutil.Dial(t, cfg), cfg
 }
 

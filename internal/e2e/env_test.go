@@ -27,7 +27,7 @@ const hangTimeout = 20 * time.Second
 type env struct {
 	t      *testing.T
 	cfg    *config.Config
-	runner *testRunner
+	runner *testutil.EchoRunner
 	opts   daemon.Options     // of the daemon
 	mopts  fusebridge.Options // of the mount
 	mnt    string
@@ -44,7 +44,7 @@ type env struct {
 func start(t *testing.T, tune ...func(*env)) *env {
 	t.Helper()
 	testutil.RequireFUSE(t)
-	e := &env{t: t, cfg: testutil.Home(t, nil), runner: newRunner(), log: &testutil.LogBuf{}}
+	e := &env{t: t, cfg: testutil.Home(t, nil), runner: testutil.NewEchoRunner(), log: &testutil.LogBuf{}}
 	e.opts = daemon.Options{Runner: e.runner, Log: testLogger(e.log)}
 	e.mopts = fusebridge.Options{Uname: "tester", Logf: e.log.Logf}
 	for _, f := range tune {
@@ -63,7 +63,7 @@ func start(t *testing.T, tune ...func(*env)) *env {
 	}
 	e.srv = srv
 	t.Cleanup(func() {
-		e.runner.releaseAll()
+		e.runner.Release()
 		srv.Unmount()
 		e.daemon().Close()
 		if t.Failed() {

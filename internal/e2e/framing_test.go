@@ -65,7 +65,7 @@ func (e *env) started() []string {
 	var got []string
 	for {
 		select {
-		case p := <-e.runner.started:
+		case p := <-e.runner.Started:
 			got = append(got, p)
 		default:
 			return got

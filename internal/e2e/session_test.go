@@ -70,7 +70,7 @@ func TestTailFollows(t *testing.T) {
 	}
 	e.sh(`echo 'block me' > $M/s/x/prompt`)
 	expect(t, chat, "user: block me")
-	e.runner.releaseAll()
+	e.runner.Release()
 	expect(t, chat, "assistant: echo: block me")
 }
 
@@ -92,7 +92,7 @@ func TestCtrlCEndsWait(t *testing.T) {
 	e := start(t)
 	e.newSession()
 	e.sh(`echo 'block forever' > $M/s/x/prompt`)
-	waitFor(t, e.runner.started, "the turn to start")
+	waitFor(t, e.runner.Started, "the turn to start")
 	st := &e.daemon().Server.Stats
 	for range 3 {
 		// cat's is the only read; the kernel's release of the last

@@ -2,6 +2,7 @@ package session_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,67 +17,36 @@ import (
 	"ollie.dev/ollie/internal/testutil"
 )
 
-// runner stands in for the agent loop. A prompt starting with "block"
-// waits for release (or a stop); "ask" asks for consent and answers what
-// it got; "illegal" tries the states only the end of a turn may set, then
-// blocks; "peek" checks what the turn's handle is. Every prompt run is
-// recorded.
-type runner struct {
-	t       *testing.T
-	release chan struct{}
-	started chan string
-
-	mu  sync.Mutex
-	ran []string
-}
-
-func newRunner(t *testing.T) *runner {
-	return &runner{t: t, release: make(chan struct{}), started: make(chan string, 1000)}
-}
-
-func (r *runner) Run(ctx context.Context, t *session.Turn) error {
-	r.mu.Lock()
-	r.ran = append(r.ran, t.Prompt)
-	r.mu.Unlock()
-	r.started <- t.Prompt
-	answer := "echo: " + t.Prompt
-	switch {
-	case strings.HasPrefix(t.Prompt, "illegal"):
-		t.SetState(session.Idle)
-		t.SetState(session.Error)
-		t.SetState(session.CallingTool)
-		fallthrough
-	case strings.HasPrefix(t.Prompt, "block"):
-		select {
-		case <-r.release:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	case strings.HasPrefix(t.Prompt, "ask"):
-		ok, err := t.Ask(ctx, "may I?", time.Hour)
-		if err != nil {
+// newRunner is the echo runner (testutil.EchoRunner) with three more
+// kinds of turns: one whose prompt holds "illegal" tries the states only
+// the end of a turn may set, then the legal one of calling a tool; "ask"
+// asks for consent and fails if denied; "peek" checks what the turn's
+// handle is.
+func newRunner() *testutil.EchoRunner {
+	r := testutil.NewEchoRunner()
+	r.Before = func(ctx context.Context, turn *session.Turn) error {
+		switch {
+		case strings.Contains(turn.Prompt, "illegal"):
+			turn.SetState(session.Idle)
+			turn.SetState(session.Error)
+			turn.SetState(session.CallingTool)
+		case turn.Prompt == "ask":
+			ok, err := turn.Ask(ctx, "may I?", time.Hour)
+			if err == nil && !ok {
+				err = errors.New("denied")
+			}
 			return err
+		case turn.Prompt == "peek":
+			if _, ok := turn.S.(*session.Session); ok {
+				return errors.New("the turn holds the session itself")
+			}
+			if p := turn.S.TreePath(); p != "s/"+turn.S.ID() {
+				return fmt.Errorf("tree path %q", p)
+			}
 		}
-		answer = fmt.Sprint("allowed: ", ok)
-	case t.Prompt == "peek":
-		if _, ok := t.S.(*session.Session); ok {
-			return fmt.Errorf("the turn holds the session itself")
-		}
-		answer = "tree path " + t.S.TreePath()
-	case strings.HasPrefix(t.Prompt, "fail"):
-		return errs.E(errs.Unavailable, "backend said no")
+		return nil
 	}
-	t.Chat("assistant: " + answer + "\n")
-	t.Append(map[string]string{"role": "assistant", "text": answer})
-	return t.SetReply(answer + "\n")
-}
-
-func (r *runner) Compact(ctx context.Context, t *session.Turn) error { return nil }
-
-func (r *runner) prompts() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.ran...)
+	return r
 }
 
 func openManager(t *testing.T, dir string, r session.Runner) *session.Manager {
@@ -120,12 +90,12 @@ func chat(t *testing.T, s *session.Session) string {
 // only the end of the turn does. The attack: a runner that says idle mid
 // turn would let a prompt start a second turn beside it.
 func TestTurnCannotEndItself(t *testing.T) {
-	r := newRunner(t)
+	r := newRunner()
 	s := newIn(t, openManager(t, t.TempDir(), r))
-	if err := s.Submit("illegal"); err != nil {
+	if err := s.Submit("block illegal"); err != nil {
 		t.Fatal(err)
 	}
-	<-r.started
+	<-r.Started
 	testutil.Until(t, "the legal step to calling a tool", func() bool { st, _ := s.State(); return st == session.CallingTool })
 	if err := s.Submit("second"); err != nil {
 		t.Fatal(err)
@@ -133,29 +103,29 @@ func TestTurnCannotEndItself(t *testing.T) {
 	if q := s.Queue(); len(q) != 1 {
 		t.Errorf("the second prompt did not wait: queue %q", q)
 	}
-	close(r.release)
+	r.Release()
 	if st, e := wait(t, s); st != session.Idle || e != "" {
 		t.Errorf("ended %s %q", st, e)
 	}
-	if got := r.prompts(); fmt.Sprint(got) != "[illegal second]" {
+	if got := r.Prompts(); fmt.Sprint(got) != "[block illegal second]" {
 		t.Errorf("ran %q", got)
 	}
 }
 
 // The handle a turn gets is not the session.
 func TestTurnHandle(t *testing.T) {
-	s := newIn(t, openManager(t, t.TempDir(), newRunner(t)))
+	s := newIn(t, openManager(t, t.TempDir(), newRunner()))
 	s.Submit("peek")
 	if st, e := wait(t, s); st != session.Idle {
 		t.Fatalf("%s: %s", st, e)
 	}
-	if got := string(s.ReplyText()); got != "tree path s/"+s.ID()+"\n" {
+	if got := string(s.ReplyText()); got != "echo: peek\n" {
 		t.Errorf("reply %q", got)
 	}
 }
 
 func TestTurnFailsAndRecovers(t *testing.T) {
-	s := newIn(t, openManager(t, t.TempDir(), newRunner(t)))
+	s := newIn(t, openManager(t, t.TempDir(), newRunner()))
 	s.Submit("fail now")
 	if st, e := wait(t, s); st != session.Error || !strings.Contains(e, "backend said no") {
 		t.Fatalf("%s %q", st, e)
@@ -172,7 +142,7 @@ func TestTurnFailsAndRecovers(t *testing.T) {
 // A consent request: listed while the turn waits in state asking, and
 // answered once.
 func TestAskThroughTurn(t *testing.T) {
-	s := newIn(t, openManager(t, t.TempDir(), newRunner(t)))
+	s := newIn(t, openManager(t, t.TempDir(), newRunner()))
 	s.Submit("ask")
 	testutil.Until(t, "the request", func() bool { return len(s.Asks()) == 1 })
 	if st, _ := s.State(); st != session.Asking {
@@ -192,7 +162,7 @@ func TestAskThroughTurn(t *testing.T) {
 		t.Errorf("a second answer: %v", err)
 	}
 	wait(t, s)
-	if got := string(s.ReplyText()); got != "allowed: true\n" {
+	if got := string(s.ReplyText()); got != "echo: ask\n" {
 		t.Errorf("reply %q", got)
 	}
 }
@@ -201,7 +171,7 @@ func TestAskThroughTurn(t *testing.T) {
 // others wait: each prompt either runs once or is popped once, in the
 // order each submitter gave, and none is lost.
 func TestSubmitPopConcurrent(t *testing.T) {
-	r := newRunner(t)
+	r := newRunner()
 	s := newIn(t, openManager(t, t.TempDir(), r))
 	const submitters, each = 4, 15
 	var wg sync.WaitGroup
@@ -249,9 +219,9 @@ func TestSubmitPopConcurrent(t *testing.T) {
 	wait(t, s)
 	close(stop)
 	wg.Wait()
-	all := append(r.prompts(), popped...)
+	all := append(r.Prompts(), popped...)
 	if len(all) != submitters*each {
-		t.Fatalf("%d ran and %d popped of %d", len(r.prompts()), len(popped), submitters*each)
+		t.Fatalf("%d ran and %d popped of %d", len(r.Prompts()), len(popped), submitters*each)
 	}
 	sort.Strings(all)
 	for i := 1; i < len(all); i++ {
@@ -261,7 +231,7 @@ func TestSubmitPopConcurrent(t *testing.T) {
 	}
 	// Turns of one submitter run in its order.
 	last := map[byte]string{}
-	for _, p := range r.prompts() {
+	for _, p := range r.Prompts() {
 		if prev := last[p[1]]; prev > p {
 			t.Errorf("%s ran after %s", p, prev)
 		}
@@ -276,16 +246,16 @@ func TestSubmitPopConcurrent(t *testing.T) {
 // runs in order.
 func TestQueueSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
-	r := newRunner(t)
+	r := newRunner()
 	m := openManager(t, dir, r)
 	s := newIn(t, m)
 	s.Submit("block")
-	<-r.started
+	<-r.Started
 	s.Submit("q1")
 	s.Submit("q2")
 	m.Close() // stops the turn; the queue stays on disk
 
-	r2 := newRunner(t)
+	r2 := newRunner()
 	m2 := openManager(t, dir, r2)
 	s2, ok := m2.Get(s.ID())
 	if !ok {
@@ -301,7 +271,7 @@ func TestQueueSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait(t, s2)
-	if got := r2.prompts(); fmt.Sprint(got) != "[q1 q2]" {
+	if got := r2.Prompts(); fmt.Sprint(got) != "[q1 q2]" {
 		t.Errorf("ran %q", got)
 	}
 	if err := s2.Resume(); !errs.Is(err, errs.Invalid) {
@@ -310,21 +280,21 @@ func TestQueueSurvivesRestart(t *testing.T) {
 }
 
 func TestStopAndKill(t *testing.T) {
-	r := newRunner(t)
+	r := newRunner()
 	s := newIn(t, openManager(t, t.TempDir(), r))
 	s.Submit("block 1")
-	<-r.started
+	<-r.Started
 	s.Submit("q1")
 	if err := s.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	// The queue then runs: q1 starts.
-	if p := <-r.started; p != "q1" {
+	if p := <-r.Started; p != "q1" {
 		t.Fatalf("after stop ran %q", p)
 	}
 	wait(t, s)
 	s.Submit("block 2")
-	<-r.started
+	<-r.Started
 	s.Submit("q2")
 	if err := s.Kill(); err != nil {
 		t.Fatal(err)
@@ -335,7 +305,7 @@ func TestStopAndKill(t *testing.T) {
 	if q := s.Queue(); len(q) != 0 {
 		t.Errorf("kill left %q", q)
 	}
-	if got := r.prompts(); fmt.Sprint(got) != "[block 1 q1 block 2]" {
+	if got := r.Prompts(); fmt.Sprint(got) != "[block 1 q1 block 2]" {
 		t.Errorf("ran %q", got)
 	}
 	if c := chat(t, s); strings.Count(c, ":: stopped") != 2 {
@@ -346,7 +316,7 @@ func TestStopAndKill(t *testing.T) {
 // Past the bound of sessions with open logs, the least recently used is
 // closed; its next turn opens them again and writes where it left off.
 func TestOpenLogsEvicted(t *testing.T) {
-	r := newRunner(t)
+	r := newRunner()
 	m := openManager(t, t.TempDir(), r)
 	m.SetMaxOpenLogs(2)
 	var ss []*session.Session
@@ -381,7 +351,7 @@ func TestOpenLogsEvicted(t *testing.T) {
 // cfg applies whole or not at all, refuses the read-only keys, and
 // refuses moving a running session.
 func TestCfg(t *testing.T) {
-	r := newRunner(t)
+	r := newRunner()
 	s := newIn(t, openManager(t, t.TempDir(), r))
 	before := s.Meta()
 	for _, c := range []struct {
@@ -417,14 +387,14 @@ func TestCfg(t *testing.T) {
 		t.Errorf("cfg %v", got)
 	}
 	s.Submit("block")
-	<-r.started
+	<-r.Started
 	if err := s.SetCfg(map[string]string{"cwd": t.TempDir()}); !errs.Is(err, errs.Busy) {
 		t.Errorf("cwd during a turn: %v", err)
 	}
 	if err := s.SetCfg(map[string]string{"model": "m3"}); err != nil {
 		t.Errorf("model during a turn: %v", err)
 	}
-	close(r.release)
+	r.Release()
 	wait(t, s)
 }
 
@@ -432,7 +402,7 @@ func TestCfg(t *testing.T) {
 // did not hold, under the session's id and label.
 func TestSaveTranscript(t *testing.T) {
 	dir := t.TempDir()
-	s := newIn(t, openManager(t, dir, newRunner(t)))
+	s := newIn(t, openManager(t, dir, newRunner()))
 	s.Submit("hello")
 	wait(t, s)
 	out := filepath.Join(dir, "out")
