@@ -13,3 +13,6 @@ func (m *Manager) SetMaxOpenLogs(n int) { m.open = newLRU[*Session](n) }
 
 // OpenLogs is the number of sessions that keep their logs open.
 func (m *Manager) OpenLogs() int { return m.open.len() }
+
+// Spin is spin, for the tests outside the package.
+var Spin = spin

@@ -174,26 +174,14 @@ func TestSubmitPopConcurrent(t *testing.T) {
 	r := newRunner()
 	s := newIn(t, openManager(t, t.TempDir(), r))
 	const submitters, each = 4, 15
-	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var popped []string
-	stop := make(chan struct{})
-	for w := 0; w < 3; w++ { // waiters, while it all happens
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				st, _ := s.State()
-				s.WaitChange(st, stop)
-				s.Summary()
-			}
-		}()
-	}
+	stop := session.Spin(3, func(stop <-chan struct{}) bool { // waiters, while it all happens
+		st, _ := s.State()
+		s.WaitChange(st, stop)
+		s.Summary()
+		return true
+	})
 	var subs sync.WaitGroup
 	for p := 0; p < submitters; p++ {
 		subs.Add(1)
@@ -217,8 +205,7 @@ func TestSubmitPopConcurrent(t *testing.T) {
 	}
 	subs.Wait()
 	wait(t, s)
-	close(stop)
-	wg.Wait()
+	stop()
 	all := append(r.Prompts(), popped...)
 	if len(all) != submitters*each {
 		t.Fatalf("%d ran and %d popped of %d", len(r.Prompts()), len(popped), submitters*each)

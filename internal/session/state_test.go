@@ -136,25 +136,13 @@ func TestMachineWaiters(t *testing.T) {
 // round, and exactly one of two racing begins wins.
 func TestMachineConcurrent(t *testing.T) {
 	m := newMachine()
-	stop := make(chan struct{})
-	var readers sync.WaitGroup
-	for r := 0; r < 4; r++ {
-		readers.Add(1)
-		go func() {
-			defer readers.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if st, e := m.get(); (st == Error) != (e != "") {
-					t.Errorf("state %s with error %q", st, e)
-					return
-				}
-			}
-		}()
-	}
+	stop := spin(4, func(<-chan struct{}) bool {
+		if st, e := m.get(); (st == Error) != (e != "") {
+			t.Errorf("state %s with error %q", st, e)
+			return false
+		}
+		return true
+	})
 	var won sync.WaitGroup
 	for i := 0; i < 100; i++ {
 		var wins atomic.Int32
@@ -184,6 +172,5 @@ func TestMachineConcurrent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	close(stop)
-	readers.Wait()
+	stop()
 }

@@ -1,7 +1,6 @@
 package session
 
 import (
-	"sync"
 	"testing"
 	"time"
 )
@@ -42,23 +41,11 @@ func TestSummaryWithoutLock(t *testing.T) {
 // settings and the state (go test -race), and see each change.
 func TestSummaryConcurrent(t *testing.T) {
 	m, s := newTestSession(t)
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	for i := 0; i < 4; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				sum := s.Summary()
-				_ = sum.Meta.Model + string(sum.State) + sum.Meta.Cwd
-			}
-		}()
-	}
+	stop := spin(4, func(<-chan struct{}) bool {
+		sum := s.Summary()
+		_ = sum.Meta.Model + string(sum.State) + sum.Meta.Cwd
+		return true
+	})
 	for i := 0; i < 50; i++ {
 		if err := s.SetCfg(map[string]string{"model": "m" + string(rune('a'+i%26))}); err != nil {
 			t.Fatal(err)
@@ -74,8 +61,7 @@ func TestSummaryConcurrent(t *testing.T) {
 	if err := m.Rename(s.ID(), "renamed"); err != nil {
 		t.Fatal(err)
 	}
-	close(stop)
-	wg.Wait()
+	stop()
 	sum := s.Summary()
 	if sum.Meta.Model != "mx" || sum.State != Idle || sum.Meta.Name != "renamed" {
 		t.Errorf("after the changes: %+v", sum)
