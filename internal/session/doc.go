@@ -22,11 +22,12 @@
 //
 // A Session composes parts that each do one job, each with its own tests:
 // the logs (store.go), the state machine (state.go), the prompt queue
-// (queue.go), the consent asks (asks.go), and in the Manager the LRU of
+// (queue.go), the consent asks (asks.go), the tools' environment
+// (env.go), and in the Manager the LRU of
 // sessions whose logs stay open (lru.go). A Runner sees a turn's session
 // only through the Turn and its Handle.
 //
 // Lock order: Manager.mu before Session.mu before the leaf locks of the
-// parts (machine, queue, asks, the LRU). Methods ending in Locked need
+// parts (machine, queue, asks, env, the LRU). Methods ending in Locked need
 // Session.mu held.
 package session

@@ -3,10 +3,10 @@ package session
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"ollie.dev/ollie/internal/errs"
 	"ollie.dev/ollie/internal/valid"
@@ -31,12 +31,21 @@ func IsSecretKey(k string) bool {
 	return false
 }
 
-// Env returns the session's tool environment, sorted by key. A variable
-// that could not be passed to a program (written before env was checked)
-// is left out rather than failing every tool call.
-func (s *Session) Env() []EnvVar {
+// envFile is a session's tool environment, env.json: replaced whole by
+// each write, atomically and durably. mu orders the writes, so two
+// writers of different keys both land (each reads what the other wrote);
+// readers take no lock, since a replace is atomic. A leaf lock.
+type envFile struct {
+	path string
+	mu   sync.Mutex
+}
+
+// get returns the variables, sorted by key. A variable that could not
+// be passed to a program (written before env was checked) is left out
+// rather than failing every tool call.
+func (e *envFile) get() []EnvVar {
 	var vars []EnvVar
-	readJSON(filepath.Join(s.dir, "env.json"), &vars)
+	readJSON(e.path, &vars)
 	ok := vars[:0]
 	for _, v := range vars {
 		if validEnvKey(v.Key) && checkEnvValue(v.Key, v.Value) == nil {
@@ -45,6 +54,21 @@ func (s *Session) Env() []EnvVar {
 	}
 	return ok
 }
+
+// set applies data (see SetEnv) to the variables.
+func (e *envFile) set(data []byte) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	vars, err := applyEnv(e.get(), data)
+	if err != nil {
+		return err
+	}
+	b, _ := json.Marshal(vars)
+	return writeAtomic(e.path, b, 0600)
+}
+
+// Env returns the session's tool environment, sorted by key.
+func (s *Session) Env() []EnvVar { return s.env.get() }
 
 // Limits of env. Linux refuses to exec a program with one environment
 // string over 128 KiB (MAX_ARG_STRLEN), so a bigger value would fail every
@@ -58,27 +82,20 @@ const (
 // one, and a line "secret KEY=VALUE" marks a variable secret whatever its
 // name. The whole write applies, or none of it. Errors name the key and
 // never show a value: it may be a secret.
-func (s *Session) SetEnv(data []byte) error {
-	vars, err := s.applyEnv(data)
-	if err != nil {
-		return err
-	}
-	b, _ := json.Marshal(vars)
-	return writeAtomic(filepath.Join(s.dir, "env.json"), b, 0600)
-}
+func (s *Session) SetEnv(data []byte) error { return s.env.set(data) }
 
 // CheckEnv returns the error SetEnv(data) would, and changes nothing: the
 // tree calls it with the complete lines of a write still in progress, so
 // that a bad line fails its write(2), not only the close.
 func (s *Session) CheckEnv(data []byte) error {
-	_, err := s.applyEnv(data)
+	_, err := applyEnv(s.env.get(), data)
 	return err
 }
 
-// applyEnv returns the environment that data makes of the current one.
-func (s *Session) applyEnv(data []byte) ([]EnvVar, error) {
+// applyEnv returns the environment that data makes of vars.
+func applyEnv(vars []EnvVar, data []byte) ([]EnvVar, error) {
 	cur := map[string]EnvVar{}
-	for _, v := range s.Env() {
+	for _, v := range vars {
 		cur[v.Key] = v
 	}
 	for _, line := range strings.Split(string(data), "\n") {
@@ -103,7 +120,7 @@ func (s *Session) applyEnv(data []byte) ([]EnvVar, error) {
 		}
 		cur[k] = EnvVar{Key: k, Value: v, Secret: secret || IsSecretKey(k) || cur[k].Secret}
 	}
-	vars := make([]EnvVar, 0, len(cur))
+	vars = make([]EnvVar, 0, len(cur))
 	total := 0
 	for _, v := range cur {
 		vars = append(vars, v)

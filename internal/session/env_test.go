@@ -1,9 +1,11 @@
 package session_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"ollie.dev/ollie/internal/errs"
@@ -133,5 +135,27 @@ func TestSetPlanText(t *testing.T) {
 		if err := s.SetPlan([]byte(bad)); !errs.Is(err, errs.Invalid) || !strings.Contains(err.Error(), "plan: ") {
 			t.Errorf("SetPlan(%q) = %v", bad, err)
 		}
+	}
+}
+
+// Writers of different keys at once: each write reads what the others
+// wrote, so every key lands (a read-modify-write without order loses
+// all but one).
+func TestSetEnvConcurrent(t *testing.T) {
+	s := newSession(t)
+	const n = 8
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.SetEnv([]byte(fmt.Sprintf("K%d=v%d\n", i, i))); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := s.Env(); len(got) != n {
+		t.Errorf("env after %d writers: %+v", n, got)
 	}
 }

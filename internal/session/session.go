@@ -21,6 +21,7 @@ import (
 //	sm        the state and its transitions (state.go)
 //	queue     the prompts waiting, on disk (queue.go)
 //	asks      the pending consent requests (asks.go)
+//	env       the tools' environment (env.go)
 //
 // and, in the manager, the set of sessions whose logs stay open (lru.go).
 type Session struct {
@@ -34,6 +35,7 @@ type Session struct {
 	sm      *machine                // own leaf lock
 	queue   *promptQueue            // own leaf lock
 	asks    asks                    // own leaf lock
+	env     envFile                 // own leaf lock
 	removed atomic.Bool             // read without mu: stats of a session's files must not wait for its lock
 	summary atomic.Pointer[Summary] // see Summary; published under mu
 
@@ -60,6 +62,7 @@ type Session struct {
 func newSession(m *Manager, dir, id string) *Session {
 	s := &Session{m: m, dir: dir, id: id, sm: newMachine(), notify: newNotifier(), logs: logs{dir: dir}}
 	s.queue = &promptQueue{path: filepath.Join(dir, "queue.jsonl")}
+	s.env.path = filepath.Join(dir, "env.json")
 	return s
 }
 
