@@ -190,11 +190,7 @@ func (s *Session) Enqueue(prompt string) error { return s.Submit(prompt) }
 func (s *Session) Pop() (string, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p, ok, err := s.queue.pop()
-	if ok {
-		s.notify.broadcast()
-	}
-	return p, ok, err
+	return s.popLocked()
 }
 
 func checkPrompt(p string) error {
@@ -219,7 +215,7 @@ func (s *Session) enqueueLocked(prompt string) error {
 	return nil
 }
 
-// popLocked takes the next queued prompt to run it.
+// popLocked removes and returns the next queued prompt.
 func (s *Session) popLocked() (string, bool, error) {
 	p, ok, err := s.queue.pop()
 	if ok {

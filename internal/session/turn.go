@@ -147,7 +147,7 @@ func (s *Session) run(ctx context.Context, tr *turn, t *Turn, compact bool) {
 		data["error"] = failed
 	}
 	if err := s.changedStateLocked(s.sm.finish(failed)); err != nil {
-		s.m.logf("session %s: end of turn: %v", s.id, err) // a bug: every turn begins
+		s.m.logf("session %s: end of turn: %v", s.id, err) // cannot be: the turn began, and only this ends one
 	}
 	s.eventLocked("turn_end", data)
 	s.saveUsageLocked()
