@@ -53,6 +53,12 @@ func (r *Runner) request(ctx context.Context, t *session.Turn, st *setup, msgs *
 			if err := r.maybeCompact(ctx, t, st, msgs, true); err != nil {
 				return nil, err
 			}
+		case !req.Reasoning.IsZero() && backend.IsReasoningRejected(err):
+			// Learned once per backend and model; the next requests
+			// carry no reasoning parameter.
+			r.setNoReasoning(st.be.Name(), st.model)
+			t.Chat(fmt.Sprintf("\n:: %s takes no reasoning setting (%s); sending without it\n", firstOf(st.model, st.be.Name()), oneLine(err.Error())))
+			t.Event("reasoning_rejected", map[string]any{"backend": st.be.Name(), "model": st.model, "error": oneLine(err.Error())})
 		case k == errs.Unsupported && !st.fenced:
 			r.setFenced(st.be.Name(), st.model)
 			st.fenced = true
@@ -132,6 +138,9 @@ func (r *Runner) buildRequest(st *setup, msgs []backend.Message) *backend.Reques
 		Temperature: st.agent.Temperature, MaxTokens: firstInt(st.meta.Params.MaxTokens, st.agent.MaxTokens)}
 	if st.meta.Params.Temperature != nil {
 		req.Temperature = st.meta.Params.Temperature
+	}
+	if !r.noReasoning(st.be.Name(), st.model) {
+		req.Reasoning = backend.Reasoning{Effort: st.agent.Reasoning, Budget: st.agent.ReasoningBudget}
 	}
 	if st.fenced {
 		req.Messages = fencedView(msgs)
