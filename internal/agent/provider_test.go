@@ -275,6 +275,9 @@ func TestCutCallNeverRunEveryBackend(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(e.cwd, "ran")); err == nil {
 				t.Fatal("the cut tool call ran")
 			}
+			if n := len(chatRequests(e.llm)); n != 1 {
+				t.Errorf("%d requests: a reply with a cut tool call was continued", n)
+			}
 			if chat := e.read("s/" + s + "/chat"); !strings.Contains(chat, ":: reply cut at max_tokens") {
 				t.Errorf("chat:\n%s", chat)
 			}

@@ -54,3 +54,92 @@ func TestReasoningRefusedLearned(t *testing.T) {
 		t.Errorf("events:\n%s", ev)
 	}
 }
+
+// A reply of text cut at max_tokens is continued once: Anthropic and
+// Ollama get the cut text as a prefill to go on from, OpenAI as a
+// finished message and a note; the reply and the history hold the two
+// parts as one message; a second cut is said, not continued again.
+func TestCutReplyContinuedOnce(t *testing.T) {
+	for _, kind := range []string{config.KindOpenAI, config.KindAnthropic, config.KindOllama} {
+		t.Run(kind, func(t *testing.T) {
+			e := newEnv(t, kind, &llmtest.Script{Turns: []llmtest.Turn{
+				{Text: "The first half, ", Stop: "max_tokens"},
+				{Text: "the second half."},
+				{Text: "Cut once", Stop: "max_tokens"},
+				{Text: " and cut again", Stop: "max_tokens"},
+				{Text: "never asked"},
+			}})
+			s := e.newSession("")
+			wait, reply := e.ask(s, "write")
+			want := "The first half, the second half.\n"
+			if kind == config.KindAnthropic {
+				want = "The first half,the second half.\n" // the prefill loses its trailing space, as the API wants
+			}
+			if wait != "idle\n" || reply != want {
+				t.Fatalf("wait %q reply %q, want %q", wait, reply, want)
+			}
+			reqs := chatRequests(e.llm)
+			if len(reqs) != 2 {
+				t.Fatalf("%d requests, want 2", len(reqs))
+			}
+			msgs := reqs[1].Messages
+			switch kind {
+			case config.KindOpenAI:
+				n := len(msgs)
+				if n < 2 || msgs[n-2].Role != "assistant" || msgs[n-2].Text != "The first half, " || msgs[n-1].Role != "user" || !strings.Contains(msgs[n-1].Text, "Continue it exactly") {
+					t.Errorf("continuation request: %+v", msgs)
+				}
+			default:
+				last := msgs[len(msgs)-1]
+				if last.Role != "assistant" || strings.TrimSpace(last.Text) != "The first half," {
+					t.Errorf("continuation request does not end with the prefill: %+v", msgs)
+				}
+			}
+			chat := e.read("s/" + s + "/chat")
+			if !strings.Contains(chat, ":: reply cut at max_tokens (") || !strings.Contains(chat, "asking once for the rest") {
+				t.Errorf("chat:\n%s", chat)
+			}
+			if ev := e.events(s); !strings.Contains(ev, `"type":"continued"`) {
+				t.Errorf("no continued event:\n%s", ev)
+			}
+
+			// Cut twice: continued once, then said to be cut.
+			_, reply = e.ask(s, "again")
+			if reply != "Cut once and cut again\n" {
+				t.Errorf("reply %q", reply)
+			}
+			reqs = chatRequests(e.llm)
+			if len(reqs) != 4 {
+				t.Fatalf("%d requests, want 4", len(reqs))
+			}
+			// The history holds the first reply whole, as one message,
+			// and no note.
+			var assistant []string
+			for _, m := range reqs[2].Messages {
+				if m.Role == "assistant" {
+					assistant = append(assistant, m.Text)
+				}
+				if strings.Contains(m.Text, "Continue it exactly") {
+					t.Errorf("the note entered the history: %+v", reqs[2].Messages)
+				}
+			}
+			if len(assistant) != 1 || strings.TrimSpace(assistant[0]) != strings.TrimSpace(want) {
+				t.Errorf("history's assistant messages %q", assistant)
+			}
+			chat = e.read("s/" + s + "/chat")
+			if !strings.Contains(chat, "the reply may be incomplete") {
+				t.Errorf("the second cut is not said:\n%s", chat)
+			}
+		})
+	}
+}
+
+func chatRequests(srv *llmtest.Server) []llmtest.Request {
+	var out []llmtest.Request
+	for _, r := range srv.Requests() {
+		if strings.HasSuffix(r.Path, "/api/chat") || strings.HasSuffix(r.Path, "/chat/completions") || strings.HasSuffix(r.Path, "/messages") {
+			out = append(out, r)
+		}
+	}
+	return out
+}
