@@ -19,7 +19,7 @@ func fakeTree(t *testing.T, wait string) (root, ctl string) {
 	}
 	files := map[string]string{
 		"s/new": "", "s/idx": "k3x9\tidle\tdefault\tollama\tm\t/w\t-\n",
-		"s/k3x9/cfg": "id=k3x9\nname=\nstate=idle\nagent=default\nbackend=\nmodel=\ncwd=/w\n",
+		"s/k3x9/cfg":  "id=k3x9\nname=\nstate=idle\nagent=default\nbackend=\nmodel=\ncwd=/w\n",
 		"s/k3x9/chat": "user: go\n:: interrupted by restart; `echo resume > ctl` continues the turn\n",
 		"s/k3x9/wait": wait, "s/k3x9/state": "idle\n", "s/k3x9/ctl": "",
 		"s/k3x9/usage": "", "s/k3x9/cost": "", "s/k3x9/prompt.prev": "go\n", "s/k3x9/offset": "0\n",
