@@ -1,6 +1,8 @@
 package agent_test
 
 import (
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -8,6 +10,7 @@ import (
 
 	"ollie.dev/ollie/internal/config"
 	"ollie.dev/ollie/internal/llmtest"
+	"ollie.dev/ollie/internal/testutil"
 )
 
 // The agent's reasoning setting reaches the request; a model that refuses
@@ -142,4 +145,40 @@ func chatRequests(srv *llmtest.Server) []llmtest.Request {
 		}
 	}
 	return out
+}
+
+// While a turn waits out a rate limit, state says why, how long is left
+// and at which backend, counted at each read; chat has one line for the
+// wait, the retry event its end, and the state is plain again after.
+func TestRateLimitCountdownInState(t *testing.T) {
+	e := newEnv(t, config.KindOpenAI, &llmtest.Script{Turns: []llmtest.Turn{
+		{Status: 429, RetryAfter: 120}, {Text: "never"},
+	}})
+	s := e.newSession("")
+	e.write("s/"+s+"/prompt", "hi\n")
+	re := regexp.MustCompile(`^waiting: rate limited, retry in ([0-9]+)s \(backend [A-Za-z0-9._-]+\)\n$`)
+	var state string
+	testutil.Until(t, "state says the turn waits", func() bool {
+		state = e.read("s/" + s + "/state")
+		return strings.HasPrefix(state, "waiting")
+	})
+	m := re.FindStringSubmatch(state)
+	if m == nil {
+		t.Fatalf("state %q", state)
+	}
+	if n, _ := strconv.Atoi(m[1]); n < 1 || n > 120 {
+		t.Errorf("state %q: the time left is not within the wait asked for", state)
+	}
+	ev := e.events(s)
+	if !strings.Contains(ev, `"reason":"rate limited"`) || !strings.Contains(ev, `"until":"`) || !strings.Contains(ev, `"backend":"`) {
+		t.Errorf("retry event:\n%s", ev)
+	}
+	e.write("s/"+s+"/ctl", "stop\n")
+	e.read("s/" + s + "/wait")
+	if st := e.read("s/" + s + "/state"); strings.Contains(st, "retry in") {
+		t.Errorf("after the stop, state %q", st)
+	}
+	if chat := e.read("s/" + s + "/chat"); strings.Count(chat, "retrying in") != 1 {
+		t.Errorf("chat has not one line for the wait:\n%s", chat)
+	}
 }

@@ -68,7 +68,7 @@ func (r *Runner) request(ctx context.Context, t *session.Turn, st *setup, msgs *
 		case backend.IsUnreachable(err):
 			return nil, err // nothing answers: waiting will not help
 		case retryable(k) && attempt < r.o.Retries:
-			if err := r.backoff(ctx, t, &rt, err, attempt); err != nil {
+			if err := r.backoff(ctx, t, st, &rt, err, attempt); err != nil {
 				return nil, err
 			}
 		default:
@@ -95,7 +95,7 @@ type retries struct {
 // so in one line, the error's text only when it changed; the retry event
 // carries when the wait ends, for a countdown. A wait beyond what is left
 // of maxRetryWait fails the request at once.
-func (r *Runner) backoff(ctx context.Context, t *session.Turn, rt *retries, err error, attempt int) error {
+func (r *Runner) backoff(ctx context.Context, t *session.Turn, st *setup, rt *retries, err error, attempt int) error {
 	wait := r.o.RetryBase << attempt
 	if ra, ok := backend.RetryAfter(err); ok {
 		wait = ra
@@ -113,8 +113,10 @@ func (r *Runner) backoff(ctx context.Context, t *session.Turn, rt *retries, err 
 		t.Chat(fmt.Sprintf("\n:: same again; retrying in %s (%d/%d)\n", wait.Round(time.Millisecond), attempt+1, r.o.Retries))
 	}
 	rt.last = text
-	t.Event("retry", map[string]any{"error": text, "wait_ms": wait.Milliseconds(), "until": until.UTC().Format(time.RFC3339Nano), "attempt": attempt + 1})
-	t.SetState(session.Waiting)
+	why := waitReason(errs.KindOf(err))
+	t.Event("retry", map[string]any{"error": text, "reason": why, "backend": st.be.Name(), "wait_ms": wait.Milliseconds(),
+		"until": until.UTC().Format(time.RFC3339Nano), "attempt": attempt + 1})
+	t.SetWaiting(why, st.be.Name(), until)
 	defer t.SetState(session.Running)
 	select {
 	case <-time.After(wait):
@@ -122,6 +124,17 @@ func (r *Runner) backoff(ctx context.Context, t *session.Turn, rt *retries, err 
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// waitReason says in the state file why a turn waits to retry.
+func waitReason(k errs.Kind) string {
+	switch k {
+	case errs.RateLimited:
+		return "rate limited"
+	case errs.Timeout:
+		return "timed out"
+	}
+	return "server unavailable"
 }
 
 func (r *Runner) maxRetryWait() time.Duration {

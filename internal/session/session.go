@@ -27,8 +27,9 @@ type Session struct {
 	mu        sync.Mutex
 	meta      Meta
 	state     State
-	lastErr   string // error of the last failed turn
-	paused    string // why queued work waits for `ctl resume` ("" = it does not)
+	lastErr   string   // error of the last failed turn
+	paused    string   // why queued work waits for `ctl resume` ("" = it does not)
+	waitFor   waitNote // in state Waiting: what for and until when (waiting.go)
 	queue     []string
 	usage     Usage
 	reply     string // the last reply, once a turn has set it
@@ -236,6 +237,9 @@ func (s *Session) setStateLocked(st State) {
 		return
 	}
 	s.state = st
+	if st != Waiting {
+		s.waitFor = waitNote{}
+	}
 	s.stateVer.Add(1)
 	s.publishLocked()
 	s.eventLocked("state", map[string]any{"state": string(st)})
