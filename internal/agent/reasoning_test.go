@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"encoding/json"
 	"regexp"
 	"strconv"
 	"strings"
@@ -180,5 +181,57 @@ func TestRateLimitCountdownInState(t *testing.T) {
 	}
 	if chat := e.read("s/" + s + "/chat"); strings.Count(chat, "retrying in") != 1 {
 		t.Errorf("chat has not one line for the wait:\n%s", chat)
+	}
+}
+
+// context holds a tool call's arguments as each API was sent them: the
+// JSON value in args is the input object Anthropic and Ollama get, byte
+// for byte, and args_text, kept when the model's text differs from it,
+// is the arguments string OpenAI gets back, byte for byte.
+func TestContextIsWhatWasSent(t *testing.T) {
+	spaced := "{\"steps\": [{\"code\": \"echo  hi\", \"language\": \"bash\"}]}"
+	compact := `{"steps":[{"code":"echo  hi","language":"bash"}]}`
+	for _, kind := range []string{config.KindOpenAI, config.KindAnthropic, config.KindOllama} {
+		t.Run(kind, func(t *testing.T) {
+			e := newEnv(t, kind, &llmtest.Script{Turns: []llmtest.Turn{
+				{Calls: []llmtest.Call{{Name: "execute_code", Args: json.RawMessage(spaced)}}},
+				{Text: "done"},
+			}})
+			s := e.newSession("")
+			e.ask(s, "run")
+			var stored struct {
+				Calls []struct {
+					Args     json.RawMessage `json:"args"`
+					ArgsText string          `json:"args_text"`
+				} `json:"calls"`
+			}
+			for _, line := range strings.Split(e.read("s/"+s+"/context"), "\n") {
+				if strings.Contains(line, `"calls"`) {
+					if err := json.Unmarshal([]byte(line), &stored); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if len(stored.Calls) != 1 {
+				t.Fatalf("context holds calls %+v", stored.Calls)
+			}
+			reqs := chatRequests(e.llm)
+			body := reqs[len(reqs)-1].Body
+			var sent string
+			switch kind {
+			case config.KindOpenAI:
+				sent = gjson.GetBytes(body, `messages.#(role=="assistant").tool_calls.0.function.arguments`).Str
+				if sent != stored.Calls[0].ArgsText || sent != spaced {
+					t.Errorf("sent arguments %q, context args_text %q", sent, stored.Calls[0].ArgsText)
+				}
+			case config.KindAnthropic:
+				sent = gjson.GetBytes(body, `messages.#(role=="assistant").content.#(type=="tool_use").input`).Raw
+			case config.KindOllama:
+				sent = gjson.GetBytes(body, `messages.#(role=="assistant").tool_calls.0.function.arguments`).Raw
+			}
+			if kind != config.KindOpenAI && (sent != string(stored.Calls[0].Args) || sent != compact) {
+				t.Errorf("sent input %s, context args %s", sent, stored.Calls[0].Args)
+			}
+		})
 	}
 }
