@@ -165,7 +165,8 @@ func (r *Runner) continueCut(ctx context.Context, t *session.Turn, st *setup, ms
 	if st.be.Kind() == config.KindOpenAI {
 		cont = append(cont, backend.Message{Role: backend.RoleUser, Text: continueNote})
 	}
-	t.Chat(fmt.Sprintf("\n:: reply cut at max_tokens (%d output tokens); asking once for the rest\n", cut.Usage.Output))
+	// The stream ended well, so chat ends with a newline (EventUsage).
+	t.Chat(fmt.Sprintf(":: reply cut at max_tokens (%d output tokens); asking once for the rest\n", cut.Usage.Output))
 	t.Event("continued", map[string]any{"output": cut.Usage.Output, "chars": len(prefix)})
 	reply, err := r.request(ctx, t, st, &cont)
 	switch {

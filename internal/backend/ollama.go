@@ -109,6 +109,8 @@ func (b *ollamaBackend) request(ctx context.Context, req *Request, model string)
 		switch m.Role {
 		case RoleSystem, RoleUser:
 		case RoleAssistant:
+			// Ollama takes a thinking model's reasoning back in the history.
+			om.Thinking = unsignedThinking(m.Thinking)
 			for _, c := range m.Calls {
 				var tc ollamaToolCall
 				tc.ID, tc.Function.Name, tc.Function.Arguments = c.ID, c.Name, objectArgs(c.Args)

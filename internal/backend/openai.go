@@ -87,6 +87,7 @@ func (b *openaiBackend) params(req *Request, model string) (openai.ChatCompletio
 	if req.System != "" {
 		p.Messages = append(p.Messages, openai.SystemMessage(req.System))
 	}
+	deepseek := b.host(openaiDefaultURL) == "api.deepseek.com"
 	for _, m := range req.Messages {
 		switch m.Role {
 		case RoleSystem:
@@ -106,6 +107,13 @@ func (b *openaiBackend) params(req *Request, model string) (openai.ChatCompletio
 						ID:       c.ID,
 						Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: string(normArgs(c.Args))},
 					}})
+			}
+			if deepseek && len(m.Calls) > 0 {
+				// DeepSeek's thinking mode refuses a tool-use turn whose
+				// assistant messages lack their reasoning_content.
+				if r := unsignedThinking(m.Thinking); r != "" {
+					a.SetExtraFields(map[string]any{"reasoning_content": r})
+				}
 			}
 			p.Messages = append(p.Messages, openai.ChatCompletionMessageParamUnion{OfAssistant: &a})
 		default:
@@ -173,6 +181,18 @@ func (b *openaiBackend) reasoning(p *openai.ChatCompletionNewParams, r Reasoning
 		}
 	}
 	return nil
+}
+
+// unsignedThinking joins the reasoning of a message that no provider
+// signed.
+func unsignedThinking(ts []Thinking) string {
+	var b strings.Builder
+	for _, t := range ts {
+		if t.Signature == "" && t.Redacted == "" {
+			b.WriteString(t.Text)
+		}
+	}
+	return b.String()
 }
 
 // schemaMap decodes a tool's JSON schema; an empty one takes no arguments.

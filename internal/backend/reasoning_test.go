@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -151,5 +152,55 @@ func TestReasoningRejectedNamed(t *testing.T) {
 		if got := backend.IsReasoningRejected(err); got != c.want {
 			t.Errorf("%d %q: IsReasoningRejected = %v, want %v (err %v, kind %v)", c.status, c.message, got, c.want, err, errs.KindOf(err))
 		}
+	}
+}
+
+// The reasoning of a DeepSeek tool-use turn goes back as
+// reasoning_content in the follow-up request, which DeepSeek's thinking
+// mode requires; other OpenAI-compatible servers are not sent the field,
+// and Ollama gets it as the message's thinking.
+func TestUnsignedReasoningSentBack(t *testing.T) {
+	for _, c := range []struct {
+		name, kind, url, file, path string
+	}{
+		{"deepseek", config.KindOpenAI, "http://api.deepseek.com/v1", "deepseek_tool_reasoning.sse", `messages.#(role=="assistant").reasoning_content`},
+		{"other server", config.KindOpenAI, "http://vllm.test/v1", "deepseek_tool_reasoning.sse", `messages.#(role=="assistant").reasoning_content`},
+		{"ollama", config.KindOllama, "http://ollama.test:11434", "ollama_tools.ndjson", `messages.#(role=="assistant").thinking`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := llmtest.NewTest(t, &llmtest.Script{Key: testKey, Models: []llmtest.Model{{ID: testModel, Context: 16384}},
+				Turns: []llmtest.Turn{{RawFile: filepath.Join("testdata", c.file)}, {Text: "done"}}})
+			b, err := backend.New(config.Backend{Name: "p", Kind: c.kind, BaseURL: c.url, Model: testModel}, testKey, hostedAt(srv))
+			if err != nil {
+				t.Fatal(err)
+			}
+			msgs := []backend.Message{{Role: backend.RoleUser, Text: "list"}}
+			r, err := b.Chat(context.Background(), &backend.Request{Messages: msgs, NumCtx: 4096}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(r.Message.Calls) == 0 || len(r.Message.Thinking) != 1 {
+				t.Fatalf("reply %+v", r.Message)
+			}
+			msgs = append(msgs, r.Message)
+			for _, call := range r.Message.Calls {
+				msgs = append(msgs, backend.Message{Role: backend.RoleTool, CallID: call.ID, Text: "a b c"})
+			}
+			if _, err := b.Chat(context.Background(), &backend.Request{Messages: msgs, NumCtx: 4096}, nil); err != nil {
+				t.Fatal(err)
+			}
+			reqs := srv.Requests()
+			got := gjson.GetBytes(reqs[len(reqs)-1].Body, c.path)
+			want := r.Message.Thinking[0].Text
+			if c.name == "other server" {
+				if got.Exists() {
+					t.Errorf("a server other than DeepSeek was sent reasoning_content %s", got.Raw)
+				}
+				return
+			}
+			if got.Str != want {
+				t.Errorf("%s = %s, want %q\nbody %s", c.path, got.Raw, want, reqs[len(reqs)-1].Body)
+			}
+		})
 	}
 }
