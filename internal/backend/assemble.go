@@ -24,7 +24,7 @@ type assembler struct {
 	// OpenRouter ...), kept in the message for the APIs that want it back.
 	thinking strings.Builder
 	reply    Reply
-	usage   bool // the server reported usage
+	usage    bool // the server reported usage
 }
 
 func newAssembler(ctx context.Context, name string, req *Request, model string, fn func(Event) error) *assembler {
