@@ -26,7 +26,7 @@ working in the current directory, or starts one (-new: always a new one;
 tool calls shown one line each, then the state and usage. Ctrl-C stops a
 running turn (ctl stop); twice at an empty prompt, or Ctrl-D, leaves.
 
-  /help /stop /compact /clear /model [M] /backend [B] /usage /cost
+  /help /stop /resume /compact /clear /model [M] /backend [B] /usage /cost
   /new /sessions /switch SESSION /q TEXT (queue, fifo.in) /exit
   !COMMAND  runs COMMAND in the session's directory with its env file's
             variables, except secret ones, whose values the tree never shows

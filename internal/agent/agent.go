@@ -60,6 +60,7 @@ type Runner struct {
 
 	mu     sync.Mutex
 	fenced map[string]bool   // backend/model pairs that cannot call tools natively
+	noReas map[string]bool   // backend/model pairs that refused a reasoning parameter
 	first  map[string]string // backend -> its first listed model, when none is configured
 	idx    map[string]cachedIdx
 	hist   map[string]*histCache // session id -> decoded history
@@ -78,7 +79,7 @@ func New(o Options) *Runner {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
-	r := &Runner{o: o, backends: map[string]backend.Backend{}, fenced: map[string]bool{}, first: map[string]string{}, idx: map[string]cachedIdx{}, hist: map[string]*histCache{}}
+	r := &Runner{o: o, backends: map[string]backend.Backend{}, fenced: map[string]bool{}, noReas: map[string]bool{}, first: map[string]string{}, idx: map[string]cachedIdx{}, hist: map[string]*histCache{}}
 	for _, b := range o.Backends {
 		r.backends[b.Name()] = b
 	}
@@ -194,6 +195,18 @@ func (r *Runner) isFenced(be, model string) bool {
 func (r *Runner) setFenced(be, model string) {
 	r.mu.Lock()
 	r.fenced[be+"\x00"+model] = true
+	r.mu.Unlock()
+}
+
+func (r *Runner) noReasoning(be, model string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.noReas[be+"\x00"+model]
+}
+
+func (r *Runner) setNoReasoning(be, model string) {
+	r.mu.Lock()
+	r.noReas[be+"\x00"+model] = true
 	r.mu.Unlock()
 }
 

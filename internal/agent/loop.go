@@ -91,6 +91,9 @@ func (r *Runner) steps(ctx context.Context, t *session.Turn, st *setup, msgs []b
 			return msgs, err
 		}
 		reply, err := r.request(ctx, t, st, &msgs)
+		if err == nil && r.mayContinue(st, reply) {
+			reply, err = r.continueCut(ctx, t, st, msgs, reply)
+		}
 		if reply != nil && (err == nil || ctx.Err() != nil) {
 			msgs = append(msgs, reply.Message)
 			t.Append(reply.Message)

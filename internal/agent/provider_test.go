@@ -129,7 +129,7 @@ func TestReportedAndLocalCost(t *testing.T) {
 	if ev := e.events(s); !strings.Contains(ev, `"source":"backend"`) {
 		t.Errorf("cost event: %s", ev)
 	}
-	o := newEnv(t, config.KindOllama, &llmtest.Script{Turns: []llmtest.Turn{recorded("ollama_length.ndjson")}})
+	o := newEnv(t, config.KindOllama, &llmtest.Script{Turns: []llmtest.Turn{recorded("ollama_length.ndjson"), {Text: " and more", Stop: "max_tokens"}}})
 	s = o.newSession("")
 	o.ask(s, "write")
 	if c := o.read("s/" + s + "/cost"); c != "turn 0\nsession 0\n(free: a local model or one the backend reports as free)\n" {
@@ -138,11 +138,12 @@ func TestReportedAndLocalCost(t *testing.T) {
 	if ev := o.events(s); !strings.Contains(ev, `"source":"local"`) || !strings.Contains(ev, `"type":"truncated"`) {
 		t.Errorf("events: %s", ev)
 	}
-	// Ollama's thinking is reasoning too, the cut reply what arrived.
-	if chat := o.read("s/" + s + "/chat"); !strings.Contains(chat, "<think>\nWrite it.\n</think>\nassistant: The first line\n:: reply cut at max_tokens") {
+	// Ollama's thinking is reasoning too; the cut reply is continued once,
+	// and what arrived is the reply when the rest is cut too.
+	if chat := o.read("s/" + s + "/chat"); !strings.Contains(chat, "<think>\nWrite it.\n</think>\nassistant: The first line\n:: reply cut at max_tokens (8 output tokens); asking once for the rest\nassistant:  and more\n:: reply cut at max_tokens") {
 		t.Errorf("chat:\n%s", chat)
 	}
-	if reply := o.read("s/" + s + "/reply"); reply != "The first line\n" {
+	if reply := o.read("s/" + s + "/reply"); reply != "The first line and more\n" {
 		t.Errorf("reply = %q", reply)
 	}
 }
@@ -261,6 +262,9 @@ func TestCutCallNeverRunEveryBackend(t *testing.T) {
 			}
 			if _, err := os.Stat(filepath.Join(e.cwd, "ran")); err == nil {
 				t.Fatal("the cut tool call ran")
+			}
+			if n := len(chatRequests(e.llm)); n != 1 {
+				t.Errorf("%d requests: a reply with a cut tool call was continued", n)
 			}
 			if chat := e.read("s/" + s + "/chat"); !strings.Contains(chat, ":: reply cut at max_tokens") {
 				t.Errorf("chat:\n%s", chat)

@@ -53,6 +53,12 @@ func (r *Runner) request(ctx context.Context, t *session.Turn, st *setup, msgs *
 			if err := r.maybeCompact(ctx, t, st, msgs, true); err != nil {
 				return nil, err
 			}
+		case !req.Reasoning.IsZero() && backend.IsReasoningRejected(err):
+			// Learned once per backend and model; the next requests
+			// carry no reasoning parameter.
+			r.setNoReasoning(st.be.Name(), st.model)
+			t.Chat(fmt.Sprintf("\n:: %s takes no reasoning setting (%s); sending without it\n", firstOf(st.model, st.be.Name()), oneLine(err.Error())))
+			t.Event("reasoning_rejected", map[string]any{"backend": st.be.Name(), "model": st.model, "error": oneLine(err.Error())})
 		case k == errs.Unsupported && !st.fenced:
 			r.setFenced(st.be.Name(), st.model)
 			st.fenced = true
@@ -62,7 +68,7 @@ func (r *Runner) request(ctx context.Context, t *session.Turn, st *setup, msgs *
 		case backend.IsUnreachable(err):
 			return nil, err // nothing answers: waiting will not help
 		case retryable(k) && attempt < r.o.Retries:
-			if err := r.backoff(ctx, t, &rt, err, attempt); err != nil {
+			if err := r.backoff(ctx, t, st, &rt, err, attempt); err != nil {
 				return nil, err
 			}
 		default:
@@ -89,7 +95,7 @@ type retries struct {
 // so in one line, the error's text only when it changed; the retry event
 // carries when the wait ends, for a countdown. A wait beyond what is left
 // of maxRetryWait fails the request at once.
-func (r *Runner) backoff(ctx context.Context, t *session.Turn, rt *retries, err error, attempt int) error {
+func (r *Runner) backoff(ctx context.Context, t *session.Turn, st *setup, rt *retries, err error, attempt int) error {
 	wait := r.o.RetryBase << attempt
 	if ra, ok := backend.RetryAfter(err); ok {
 		wait = ra
@@ -107,8 +113,10 @@ func (r *Runner) backoff(ctx context.Context, t *session.Turn, rt *retries, err 
 		t.Chat(fmt.Sprintf("\n:: same again; retrying in %s (%d/%d)\n", wait.Round(time.Millisecond), attempt+1, r.o.Retries))
 	}
 	rt.last = text
-	t.Event("retry", map[string]any{"error": text, "wait_ms": wait.Milliseconds(), "until": until.UTC().Format(time.RFC3339Nano), "attempt": attempt + 1})
-	t.SetState(session.Waiting)
+	why := waitReason(errs.KindOf(err))
+	t.Event("retry", map[string]any{"error": text, "reason": why, "backend": st.be.Name(), "wait_ms": wait.Milliseconds(),
+		"until": until.UTC().Format(time.RFC3339Nano), "attempt": attempt + 1})
+	t.SetWaiting(why, st.be.Name(), until)
 	defer t.SetState(session.Running)
 	select {
 	case <-time.After(wait):
@@ -116,6 +124,17 @@ func (r *Runner) backoff(ctx context.Context, t *session.Turn, rt *retries, err 
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// waitReason says in the state file why a turn waits to retry.
+func waitReason(k errs.Kind) string {
+	switch k {
+	case errs.RateLimited:
+		return "rate limited"
+	case errs.Timeout:
+		return "timed out"
+	}
+	return "server unavailable"
 }
 
 func (r *Runner) maxRetryWait() time.Duration {
@@ -132,6 +151,9 @@ func (r *Runner) buildRequest(st *setup, msgs []backend.Message) *backend.Reques
 		Temperature: st.agent.Temperature, MaxTokens: firstInt(st.meta.Params.MaxTokens, st.agent.MaxTokens)}
 	if st.meta.Params.Temperature != nil {
 		req.Temperature = st.meta.Params.Temperature
+	}
+	if !r.noReasoning(st.be.Name(), st.model) {
+		req.Reasoning = backend.Reasoning{Effort: st.agent.Reasoning, Budget: st.agent.ReasoningBudget}
 	}
 	if st.fenced {
 		req.Messages = fencedView(msgs)

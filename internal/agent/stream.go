@@ -1,10 +1,13 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"unicode"
 
 	"ollie.dev/ollie/internal/backend"
+	"ollie.dev/ollie/internal/config"
 	"ollie.dev/ollie/internal/session"
 )
 
@@ -118,4 +121,69 @@ func (r *Runner) stopNote(t *session.Turn, st *setup, msgs *[]backend.Message, r
 		return strings.TrimSpace("(refused) "+text) + "\n", true
 	}
 	return text, false
+}
+
+// continueNote asks an API without prefill (OpenAI chat completions) to
+// go on with a reply cut at the output limit.
+const continueNote = "[ollie] Your last reply was cut at the output limit. Continue it exactly where it stopped, " +
+	"without repeating anything and without any preamble."
+
+// mayContinue reports whether a reply cut at max_tokens is continued: only
+// a reply of text (a cut tool call must never run, nor be completed by
+// guess), and not on Anthropic with thinking on, which refuses a prefill.
+func (r *Runner) mayContinue(st *setup, reply *backend.Reply) bool {
+	if reply.Stop != backend.StopMaxTokens || len(reply.Message.Calls) > 0 || strings.TrimSpace(reply.Message.Text) == "" {
+		return false
+	}
+	if st.fenced {
+		if calls, _ := backend.ParseFencedToolCalls(reply.Message.Text); len(calls) > 0 {
+			return false
+		}
+	}
+	if st.be.Kind() == config.KindAnthropic && st.agent.Reasoning != "off" && (st.agent.Reasoning != "" || st.agent.ReasoningBudget > 0) {
+		return false
+	}
+	return true
+}
+
+// continueCut asks once for the rest of a reply cut at max_tokens. Where
+// the API continues an assistant message given last (Anthropic, Ollama),
+// the cut text is sent as that prefill; OpenAI gets it as a finished
+// message and a note asking to go on. Neither enters the history: the
+// reply returned is the cut text and its continuation as one message,
+// with the usage of both; its Stop is the continuation's, so a second
+// cut is said as usual.
+func (r *Runner) continueCut(ctx context.Context, t *session.Turn, st *setup, msgs []backend.Message, cut *backend.Reply) (*backend.Reply, error) {
+	prefix := cut.Message.Text
+	if st.be.Kind() == config.KindAnthropic {
+		// The API refuses a final assistant message ending in white space.
+		prefix = strings.TrimRightFunc(prefix, unicode.IsSpace)
+	}
+	partial := cut.Message
+	partial.Text = prefix
+	cont := append(append([]backend.Message(nil), msgs...), partial)
+	if st.be.Kind() == config.KindOpenAI {
+		cont = append(cont, backend.Message{Role: backend.RoleUser, Text: continueNote})
+	}
+	// The stream ended well, so chat ends with a newline (EventUsage).
+	t.Chat(fmt.Sprintf(":: reply cut at max_tokens (%d output tokens); asking once for the rest\n", cut.Usage.Output))
+	t.Event("continued", map[string]any{"output": cut.Usage.Output, "chars": len(prefix)})
+	reply, err := r.request(ctx, t, st, &cont)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		if reply != nil {
+			reply.Message.Text = prefix + "\n" + reply.Message.Text
+		}
+		return reply, err
+	case err != nil:
+		// The cut reply stands, and is said to be cut.
+		t.Chat(":: the rest could not be had: " + oneLine(err.Error()) + "\n")
+		return cut, nil
+	}
+	out := *reply
+	out.Message.Text = prefix + reply.Message.Text
+	out.Message.Thinking = append(append([]backend.Thinking(nil), cut.Message.Thinking...), reply.Message.Thinking...)
+	out.Message.Refused = cut.Message.Refused || reply.Message.Refused
+	out.Usage.Add(cut.Usage)
+	return &out, nil
 }

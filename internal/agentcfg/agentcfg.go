@@ -26,6 +26,11 @@ type Agent struct {
 	Temperature *float64 `json:"temperature,omitempty"`
 	MaxTokens   int      `json:"max_tokens,omitempty"`
 	MaxSteps    int      `json:"max_steps,omitempty"`
+	// Reasoning is how hard the model should think: off, low, medium or
+	// high; ReasoningBudget the same as a number of tokens, for providers
+	// that take one. Each backend maps them onto its provider's parameter.
+	Reasoning       string `json:"reasoning,omitempty"`
+	ReasoningBudget int    `json:"reasoning_budget,omitempty"`
 	// Sandbox names the execute_code policy profile (see ollie.json).
 	Sandbox string `json:"sandbox,omitempty"`
 	// Approve lists exact commands an elevated stage may run without asking.
@@ -51,6 +56,9 @@ type Part struct {
 	File string `json:"file,omitempty"`
 	Exec string `json:"exec,omitempty"`
 }
+
+// ReasoningEfforts are the values of the reasoning key (backend.Efforts).
+var ReasoningEfforts = []string{"off", "low", "medium", "high"}
 
 // Hook events an agent configuration may name.
 var HookEvents = []string{"agentSpawn", "preTurn", "postTurn", "preTool", "postTool", "preCompact", "postCompact", "turnError"}
@@ -103,6 +111,15 @@ func (a *Agent) check() error {
 	if a.MaxTokens < 0 || a.MaxTokens > 1<<20 {
 		return fmt.Errorf("max_tokens: %d is outside 0..1048576", a.MaxTokens)
 	}
+	if a.Reasoning != "" && !has(ReasoningEfforts, a.Reasoning) {
+		return fmt.Errorf("reasoning: %q is not one of %s", a.Reasoning, strings.Join(ReasoningEfforts, ", "))
+	}
+	if a.ReasoningBudget != 0 && (a.ReasoningBudget < 1024 || a.ReasoningBudget > 1<<20) {
+		return fmt.Errorf("reasoning_budget: %d is outside 1024..1048576 tokens", a.ReasoningBudget)
+	}
+	if a.Reasoning == "off" && a.ReasoningBudget != 0 {
+		return errors.New("reasoning_budget: a budget with reasoning off; drop one of them")
+	}
 	if a.MaxSteps < 0 || a.MaxSteps > 10000 {
 		return fmt.Errorf("max_steps: %d is outside 0..10000", a.MaxSteps)
 	}
@@ -152,7 +169,7 @@ func known(ev string) bool {
 // daemon hands it to the system.
 func (a *Agent) checkNUL() error {
 	nul := func(s string) bool { return strings.IndexByte(s, 0) >= 0 }
-	for _, f := range []struct{ key, v string }{{"description", a.Description}, {"backend", a.Backend}, {"model", a.Model}, {"sandbox", a.Sandbox}} {
+	for _, f := range []struct{ key, v string }{{"description", a.Description}, {"backend", a.Backend}, {"model", a.Model}, {"sandbox", a.Sandbox}, {"reasoning", a.Reasoning}} {
 		if nul(f.v) {
 			return fmt.Errorf("%s: NUL character: want text", f.key)
 		}

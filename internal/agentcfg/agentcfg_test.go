@@ -9,11 +9,12 @@ import (
 
 func TestParse(t *testing.T) {
 	a, err := Parse([]byte(`{"model":"m","max_steps":3,"temperature":0.2,"prompt":[{"file":"base.md"},{"exec":"x/prime {{agent}}"}],
-		"hooks":{"preTool":["true"]},"sandbox":"readonly","compact_at":0.7}`))
+		"hooks":{"preTool":["true"]},"sandbox":"readonly","compact_at":0.7,"reasoning":"high","reasoning_budget":16000}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Model != "m" || a.MaxSteps != 3 || *a.Temperature != 0.2 || len(a.Prompt) != 2 || a.Sandbox != "readonly" {
+	if a.Model != "m" || a.MaxSteps != 3 || *a.Temperature != 0.2 || len(a.Prompt) != 2 || a.Sandbox != "readonly" ||
+		a.Reasoning != "high" || a.ReasoningBudget != 16000 {
 		t.Errorf("parsed %+v", a)
 	}
 }
@@ -31,6 +32,15 @@ func TestParseErrors(t *testing.T) {
 		{`{"hooks":{"preTool":[" "]}}`, "empty command"},
 		{`{"backend":"no spaces"}`, "bad name"},
 		{`{"pass_env":["GITHUB TOKEN"]}`, "pass_env: bad variable name"},
+		{`{"reasoning":"max"}`, `reasoning: "max" is not one of off, low, medium, high`},
+		{`{"reasoning":"HIGH"}`, `reasoning: "HIGH" is not one of`},
+		{`{"reasoning":true}`, "reasoning"},
+		{`{"reasoning":"high\u0000"}`, "reasoning"},
+		{`{"reasoning_budget":100}`, "reasoning_budget: 100 is outside 1024..1048576"},
+		{`{"reasoning_budget":-5}`, "reasoning_budget"},
+		{`{"reasoning_budget":"8000"}`, "reasoning_budget"},
+		{`{"reasoning_budget":1e12}`, "reasoning_budget"},
+		{`{"reasoning":"off","reasoning_budget":4096}`, "budget with reasoning off"},
 		{`{} []`, "trailing data"},
 		{`nonsense`, "invalid character"},
 	} {

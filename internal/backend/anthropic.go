@@ -48,7 +48,8 @@ func (b *anthropicBackend) Chat(ctx context.Context, req *Request, fn func(Event
 		return nil, err
 	}
 	var opts []option.RequestOption
-	if req.Temperature != nil {
+	if req.Temperature != nil && params.Thinking.OfEnabled == nil {
+		// With thinking on, the API takes no temperature but 1.
 		// This SDK's parameters have no temperature field; the API has.
 		opts = append(opts, option.WithJSONSet("temperature", *req.Temperature))
 	}
@@ -76,6 +77,24 @@ func (b *anthropicBackend) params(req *Request, model string) (anthropic.Message
 		p.MaxTokens = 8192
 		if info, ok := lookupModel(model); ok && info.MaxOutput > 0 {
 			p.MaxTokens = int64(info.MaxOutput)
+		}
+	}
+	if r := req.Reasoning; !r.IsZero() && !r.off() && anthropicThinks(model) {
+		// Extended thinking: budget_tokens counts within max_tokens and
+		// must be below it. A max_tokens the caller set is kept for the
+		// answer, on top of the budget; the model's maximum caps both.
+		budget := int64(r.budget())
+		if req.MaxTokens > 0 && p.MaxTokens <= budget {
+			p.MaxTokens += budget
+		}
+		if info, ok := lookupModel(model); ok && info.MaxOutput > 0 && p.MaxTokens > int64(info.MaxOutput) {
+			p.MaxTokens = int64(info.MaxOutput)
+		}
+		if budget >= p.MaxTokens {
+			budget = max(1024, p.MaxTokens/2)
+		}
+		if budget < p.MaxTokens {
+			p.Thinking = anthropic.ThinkingConfigParamOfEnabled(budget)
 		}
 	}
 	if req.System != "" {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/tidwall/gjson"
 )
 
 // anthropicDecoder turns Messages stream events into events. Content
@@ -37,6 +38,7 @@ func (d *anthropicDecoder) event(ev *anthropic.MessageStreamEventUnion) error {
 		if ev.Message.Model != "" {
 			d.a.reply.Model = string(ev.Message.Model)
 		}
+		return d.messageStart(ev.RawJSON())
 	case "content_block_start":
 		return d.blockStart(ev.Index, &ev.ContentBlock)
 	case "content_block_delta":
@@ -45,6 +47,15 @@ func (d *anthropicDecoder) event(ev *anthropic.MessageStreamEventUnion) error {
 		return d.blockStop(ev.Index)
 	case "message_delta":
 		d.stop = anthropicStop(string(ev.Delta.StopReason))
+		if d.stop == StopRefused && d.a.text.Len() == 0 && d.a.refusal.Len() == 0 {
+			// A refusal may come with no content at all; the reason is in
+			// stop_details.
+			if why := gjson.Get(ev.RawJSON(), "delta.stop_details.explanation").Str; why != "" {
+				if err := d.a.addRefusal(why); err != nil {
+					return err
+				}
+			}
+		}
 		// The usage here is cumulative; newer servers repeat the input
 		// counts in it, older ones send only output_tokens.
 		u := ev.Usage
@@ -63,6 +74,35 @@ func (d *anthropicDecoder) event(ev *anthropic.MessageStreamEventUnion) error {
 		d.stopped = true
 	}
 	return nil
+}
+
+// messageStart takes what a message_start may already hold: a stop
+// reason, and content blocks whole (a message continued after a server
+// tool ran, where a tool_use is given in full and no delta follows).
+func (d *anthropicDecoder) messageStart(raw string) error {
+	msg := gjson.Get(raw, "message")
+	if r := msg.Get("stop_reason"); r.Type == gjson.String {
+		d.stop = anthropicStop(r.Str)
+	}
+	var err error
+	msg.Get("content").ForEach(func(_, b gjson.Result) bool {
+		switch b.Get("type").Str {
+		case "text":
+			err = d.a.addText(b.Get("text").Str)
+		case "tool_use":
+			in := []byte(b.Get("input").Raw)
+			err = d.a.addCall(b.Get("id").Str, b.Get("name").Str, in)
+		case "thinking":
+			if sig := b.Get("signature").Str; sig != "" {
+				d.a.addSigned(Thinking{Text: b.Get("thinking").Str, Signature: sig})
+			}
+			err = d.a.addThinking(b.Get("thinking").Str)
+		case "redacted_thinking":
+			d.a.addSigned(Thinking{Redacted: b.Get("data").Str})
+		}
+		return err == nil
+	})
+	return err
 }
 
 func (d *anthropicDecoder) blockStart(index int64, cb *anthropic.ContentBlockStartEventContentBlockUnion) error {

@@ -20,8 +20,11 @@ type assembler struct {
 	// refusal collects OpenAI's delta.refusal, which comes instead of
 	// content when the model declines.
 	refusal strings.Builder
-	reply   Reply
-	usage   bool // the server reported usage
+	// thinking collects reasoning that comes unsigned (DeepSeek, Ollama,
+	// OpenRouter ...), kept in the message for the APIs that want it back.
+	thinking strings.Builder
+	reply    Reply
+	usage    bool // the server reported usage
 }
 
 func newAssembler(ctx context.Context, name string, req *Request, model string, fn func(Event) error) *assembler {
@@ -55,6 +58,7 @@ func (a *assembler) addThinking(s string) error {
 	if s == "" {
 		return nil
 	}
+	a.thinking.WriteString(s)
 	return a.emit(Event{Kind: EventThinking, Text: s})
 }
 
@@ -119,6 +123,11 @@ func (a *assembler) finish(stop StopReason) (*Reply, error) {
 		r.Stop = StopRefused
 	}
 	r.Message.Refused = r.Message.Refused || r.Stop == StopRefused
+	if len(r.Message.Thinking) == 0 && a.thinking.Len() > 0 {
+		// Unsigned: never sent to Anthropic; DeepSeek and Ollama get it
+		// back (see their backends).
+		r.Message.Thinking = []Thinking{{Text: a.thinking.String()}}
+	}
 	if !a.usage {
 		r.Usage = Usage{Input: EstimateRequest(a.req), Output: estimateMessage(&r.Message), Estimated: true}
 	}

@@ -104,6 +104,9 @@ type Request struct {
 	Tools       []Tool
 	Temperature *float64 // nil: the server's default
 	MaxTokens   int      // output limit; 0: the server's default (Anthropic, which requires one: the model's maximum)
+	// Reasoning is how much the model should think; the zero value sends
+	// nothing.
+	Reasoning Reasoning
 	// NumCtx is the context window Ollama should allocate; 0 means the
 	// value ContextWindow reports. Other backends ignore it.
 	NumCtx int

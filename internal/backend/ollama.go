@@ -71,7 +71,9 @@ type ollamaRequest struct {
 	Messages []ollamaMessage `json:"messages"`
 	Tools    []ollamaTool    `json:"tools,omitempty"`
 	Stream   bool            `json:"stream"`
-	Options  map[string]any  `json:"options,omitempty"`
+	// Think is true or false, or a level for models that take one.
+	Think   any            `json:"think,omitempty"`
+	Options map[string]any `json:"options,omitempty"`
 }
 
 func (b *ollamaBackend) request(ctx context.Context, req *Request, model string) (*ollamaRequest, error) {
@@ -97,6 +99,7 @@ func (b *ollamaBackend) request(ctx context.Context, req *Request, model string)
 	if req.MaxTokens > 0 {
 		r.Options["num_predict"] = req.MaxTokens
 	}
+	r.Think = ollamaThink(req.Reasoning, model)
 	if req.System != "" {
 		r.Messages = append(r.Messages, ollamaMessage{Role: "system", Content: req.System})
 	}
@@ -106,6 +109,8 @@ func (b *ollamaBackend) request(ctx context.Context, req *Request, model string)
 		switch m.Role {
 		case RoleSystem, RoleUser:
 		case RoleAssistant:
+			// Ollama takes a thinking model's reasoning back in the history.
+			om.Thinking = unsignedThinking(m.Thinking)
 			for _, c := range m.Calls {
 				var tc ollamaToolCall
 				tc.ID, tc.Function.Name, tc.Function.Arguments = c.ID, c.Name, objectArgs(c.Args)
@@ -223,4 +228,21 @@ func (b *ollamaBackend) ContextWindow(ctx context.Context, model string) (int, e
 		}
 		return ollamaDefaultCtx, nil
 	})
+}
+
+// ollamaThink is the think parameter for r: a level for gpt-oss, which
+// takes one and cannot stop thinking, else true or false. A model that
+// cannot think refuses it ("... does not support thinking"), which the
+// caller learns from.
+func ollamaThink(r Reasoning, model string) any {
+	if r.IsZero() {
+		return nil
+	}
+	if strings.HasPrefix(bareModel(model), "gpt-oss") {
+		if r.off() {
+			return "low"
+		}
+		return r.effort()
+	}
+	return !r.off()
 }

@@ -60,7 +60,7 @@ func (b *openaiBackend) Chat(ctx context.Context, req *Request, fn func(Event) e
 	if err != nil {
 		return nil, err
 	}
-	stream := b.chat.NewStreaming(ctx, params)
+	stream := b.chat.NewStreaming(ctx, params, b.reasoning(&params, req.Reasoning, model)...)
 	defer stream.Close()
 	d := openaiDecoder{a: newAssembler(ctx, b.cfg.Name, req, model, fn)}
 	for stream.Next() {
@@ -87,6 +87,7 @@ func (b *openaiBackend) params(req *Request, model string) (openai.ChatCompletio
 	if req.System != "" {
 		p.Messages = append(p.Messages, openai.SystemMessage(req.System))
 	}
+	deepseek := b.host(openaiDefaultURL) == "api.deepseek.com"
 	for _, m := range req.Messages {
 		switch m.Role {
 		case RoleSystem:
@@ -106,6 +107,13 @@ func (b *openaiBackend) params(req *Request, model string) (openai.ChatCompletio
 						ID:       c.ID,
 						Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: string(normArgs(c.Args))},
 					}})
+			}
+			if deepseek && len(m.Calls) > 0 {
+				// DeepSeek's thinking mode refuses a tool-use turn whose
+				// assistant messages lack their reasoning_content.
+				if r := unsignedThinking(m.Thinking); r != "" {
+					a.SetExtraFields(map[string]any{"reasoning_content": r})
+				}
 			}
 			p.Messages = append(p.Messages, openai.ChatCompletionMessageParamUnion{OfAssistant: &a})
 		default:
@@ -132,6 +140,59 @@ func (b *openaiBackend) params(req *Request, model string) (openai.ChatCompletio
 		}
 	}
 	return p, nil
+}
+
+// reasoning sets the request's reasoning parameter as the server takes
+// it: reasoning_effort for OpenAI's reasoning models (none for the
+// others) and for compatible servers (Groq, vLLM, llama.cpp ...);
+// OpenRouter's reasoning object, with max_tokens for a budget; DeepSeek's
+// thinking switch with reasoning_effort. Parameters the SDK does not
+// know go in as extra JSON.
+func (b *openaiBackend) reasoning(p *openai.ChatCompletionNewParams, r Reasoning, model string) []option.RequestOption {
+	if r.IsZero() {
+		return nil
+	}
+	host := b.host(openaiDefaultURL)
+	switch {
+	case b.official:
+		if openaiReasons(model) && !r.off() {
+			p.ReasoningEffort = shared.ReasoningEffort(r.effort())
+		}
+	case host == "openrouter.ai" || strings.HasSuffix(host, ".openrouter.ai"):
+		v := map[string]any{}
+		switch {
+		case r.off():
+			v["enabled"] = false
+		case r.Budget > 0:
+			v["max_tokens"] = r.Budget
+		default:
+			v["effort"] = r.effort()
+		}
+		return []option.RequestOption{option.WithJSONSet("reasoning", v)}
+	case host == "api.deepseek.com":
+		if r.off() {
+			return []option.RequestOption{option.WithJSONSet("thinking", map[string]any{"type": "disabled"})}
+		}
+		p.ReasoningEffort = shared.ReasoningEffort(r.effort())
+		return []option.RequestOption{option.WithJSONSet("thinking", map[string]any{"type": "enabled"})}
+	default:
+		if !r.off() {
+			p.ReasoningEffort = shared.ReasoningEffort(r.effort())
+		}
+	}
+	return nil
+}
+
+// unsignedThinking joins the reasoning of a message that no provider
+// signed.
+func unsignedThinking(ts []Thinking) string {
+	var b strings.Builder
+	for _, t := range ts {
+		if t.Signature == "" && t.Redacted == "" {
+			b.WriteString(t.Text)
+		}
+	}
+	return b.String()
 }
 
 // schemaMap decodes a tool's JSON schema; an empty one takes no arguments.

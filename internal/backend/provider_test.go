@@ -83,6 +83,34 @@ var providerReplays = []replayed{
 		},
 	},
 	{
+		file: "anthropic_refusal_details.sse", kind: config.KindAnthropic, path: "/v1/messages",
+		// No content at all: the refusal's text is stop_details.explanation.
+		text: "This request was blocked under the usage policy.", refusal: "This request was blocked under the usage policy.",
+		refused: true, stop: backend.StopRefused,
+	},
+	{
+		file: "anthropic_prepopulated.sse", kind: config.KindAnthropic, path: "/v1/messages",
+		// The whole message in message_start, no message_delta.
+		stop:  backend.StopToolUse,
+		calls: []backend.ToolCall{{ID: "toolu_01Pre9xY", Name: "execute_code", Args: json.RawMessage(`{"steps":[{"language":"bash","code":"ls"}]}`)}},
+	},
+	{
+		file: "anthropic_thinking_spaced.sse", kind: config.KindAnthropic, path: "/v1/messages",
+		text: "The digits of 1234 sum to **10**.", thinking: "Sum the digits of 1234: 10.", stop: backend.StopEnd,
+		signed: []backend.Thinking{{Text: "Sum the digits of 1234: 10.",
+			Signature: "EqQBCkYIBRgCKkBv3Xn0Ql9sT2uW5yZ8aB1cD4eF7gH0iJ3kL6mN9oP2qR5sT8uV1wX4yZ7aB0cD3eF6gH9iJ2kL5mN8oP1qR4sEgxZ7aB0cD3eF6gH9iJ2kGgwL5mN8oP1qR4sT7uV0wX3yZ6aB9cD2eF5gH8iJ1kL4mN7oP0qR3sT6uV9wX2yZ5a=="}},
+	},
+	{
+		file: "anthropic_tool_no_args.sse", kind: config.KindAnthropic, path: "/v1/messages",
+		text: "Running it now.", stop: backend.StopToolUse,
+		calls: []backend.ToolCall{{ID: "toolu_01NoArgs7qZ", Name: "execute_code", Args: json.RawMessage(`{}`)}},
+	},
+	{
+		file: "deepseek_tool_reasoning.sse", kind: config.KindOpenAI, path: "/v1/chat/completions",
+		thinking: "List the directory first.", stop: backend.StopToolUse,
+		calls: []backend.ToolCall{{ID: "call_00_Xk3mP9qR2sT5uV8w", Name: "execute_code", Args: json.RawMessage(`{"steps": [{"language": "bash", "code": "ls"}]}`)}},
+	},
+	{
 		file: "ollama_length.ndjson", kind: config.KindOllama, path: "/api/chat",
 		text: "The first line", thinking: "Write it.", stop: backend.StopMaxTokens,
 		priced: backend.CostLocal,
@@ -148,12 +176,18 @@ func checkProvider(t *testing.T, c *replayed, r *backend.Reply, thinking, refusa
 			t.Errorf("call %d = %s %s %s, want %s %s %s", i, call.ID, call.Name, call.Args, w.ID, w.Name, w.Args)
 		}
 	}
-	if len(m.Thinking) != len(c.signed) {
-		t.Fatalf("signed thinking %+v, want %+v", m.Thinking, c.signed)
+	// Signed thinking is kept as signed; unsigned reasoning is kept whole,
+	// as one block, for the APIs that want it back.
+	kept := c.signed
+	if kept == nil && c.thinking != "" {
+		kept = []backend.Thinking{{Text: c.thinking}}
+	}
+	if len(m.Thinking) != len(kept) {
+		t.Fatalf("kept thinking %+v, want %+v", m.Thinking, kept)
 	}
 	for i, th := range m.Thinking {
-		if th != c.signed[i] {
-			t.Errorf("signed thinking %d = %+v, want %+v", i, th, c.signed[i])
+		if th != kept[i] {
+			t.Errorf("kept thinking %d = %+v, want %+v", i, th, kept[i])
 		}
 	}
 	if r.Priced != c.priced || r.Cost != c.cost {

@@ -33,10 +33,9 @@ var sessionTable = []fileSpec{
 		doc:  "The last complete assistant reply only.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(d.s.ReplyText()) }},
 	{name: "state", perm: 0444, mode: "r",
-		doc: "idle, running, calling execute_code, compacting, waiting, asking or error.",
+		doc: "idle, running, calling execute_code, compacting, waiting (with why and the time left), asking or error.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) {
-			st, _ := d.s.State()
-			return text([]byte(string(st) + "\n"))
+			return text([]byte(d.s.StateText() + "\n"))
 		},
 		stat: func(s *session.Session, st *plan9.Dir) { st.Qid.Vers = s.StateVersion() }},
 	{name: "statewait", perm: 0444, mode: "r",

@@ -52,6 +52,7 @@ type machine struct {
 	mu     sync.Mutex
 	state  State
 	err    string   // the error of the last turn, in state Error
+	wait   waitNote // in state Waiting: what for and until when (waiting.go)
 	ver    uint32   // bumped on every change
 	notify notifier // every change
 }
@@ -99,7 +100,10 @@ func (m *machine) begin(st State) error {
 }
 
 // step changes what a running turn does: from a busy state to another.
-func (m *machine) step(st State) error {
+func (m *machine) step(st State) error { return m.stepNote(st, waitNote{}) }
+
+// stepNote is step with what a turn in state Waiting waits for.
+func (m *machine) stepNote(st State, note waitNote) error {
 	if !st.Busy() {
 		return errs.E(errs.Invalid, "only the end of a turn makes a session "+string(st))
 	}
@@ -109,7 +113,15 @@ func (m *machine) step(st State) error {
 		return errs.E(errs.Invalid, "no turn runs (the session is "+string(m.state)+")")
 	}
 	m.setLocked(st)
+	m.wait = note
 	return nil
+}
+
+// waiting returns the state and, in state Waiting, what for.
+func (m *machine) waiting() (State, waitNote) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.state, m.wait
 }
 
 // finish ends a turn: idle when errText is "", else error with errText.
@@ -133,6 +145,7 @@ func (m *machine) setLocked(st State) {
 		return
 	}
 	m.state = st
+	m.wait = waitNote{}
 	m.ver++
 	m.notify.broadcast()
 }

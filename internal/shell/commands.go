@@ -17,6 +17,7 @@ func init() {
 	commands = []command{
 		{"help", "", "this list", (*Shell).help},
 		{"stop", "", "stop the running turn (ctl stop)", ctl("stop")},
+		{"resume", "", "continue the turn a restart of the daemon cut, then the queue (ctl resume)", (*Shell).resume},
 		{"compact", "", "summarize the history now (ctl compact)", (*Shell).compact},
 		{"clear", "", "start the history afresh; the old one is kept (ctl clear)", ctl("clear")},
 		{"model", "[NAME]", "set the model (ctl model NAME); alone, show it and those offered", (*Shell).model},
@@ -204,5 +205,18 @@ func (sh *Shell) queue(arg string) bool {
 	}
 	n := strings.Count(mustRead(sh.t, "s", sh.id, "queue"), "\n")
 	sh.note("queued; %d waiting (an empty line follows the turn)", n)
+	return false
+}
+
+func (sh *Shell) resume(arg string) bool {
+	if arg != "" {
+		sh.errorf("/resume takes no argument")
+		return false
+	}
+	if err := sh.t.write("resume\n", "s", sh.id, "ctl"); err != nil {
+		sh.errorf("%v", err)
+		return false
+	}
+	sh.follow()
 	return false
 }

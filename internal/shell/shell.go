@@ -236,8 +236,24 @@ func (sh *Shell) attach(id string, made bool) error {
 	}
 	if busy(c["state"]) {
 		sh.follow()
+	} else {
+		sh.notePaused()
 	}
 	return nil
+}
+
+// notePaused says when the session's work waits for `ctl resume` after a
+// restart of the daemon: a turn cut by it, or prompts queued before it.
+// wait says so at once when no turn runs.
+func (sh *Shell) notePaused() {
+	w, err := sh.t.read("s", sh.id, "wait")
+	switch {
+	case err != nil || !strings.Contains(w, "ctl resume"):
+	case strings.Contains(w, "interrupted by restart"):
+		sh.note("the last turn was cut by a restart of the daemon and waits: /resume continues it (then the queued prompts); a new prompt starts afresh instead")
+	default:
+		sh.note("prompts queued before a restart of the daemon wait: /resume runs them; a new prompt runs first")
+	}
 }
 
 // lastExchange shows the last prompt and what followed it.

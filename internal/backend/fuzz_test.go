@@ -1,0 +1,61 @@
+package backend
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/openai/openai-go/v3"
+
+	"ollie.dev/ollie/internal/config"
+)
+
+// FuzzDecoders feeds the lines of a stream, whatever they hold, to the
+// three stream decoders, as the SDKs hand them over: each line that
+// decodes as the API's event is given to its decoder. None may panic,
+// and what a reply holds stays what the loop relies on: tool arguments
+// that are valid JSON, and reasoning never in the answer's place.
+func FuzzDecoders(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "*"))
+	for _, name := range files {
+		if b, err := os.ReadFile(name); err == nil && !bytes.HasSuffix([]byte(name), []byte(".md")) {
+			f.Add(b)
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ctx := context.Background()
+		req := &Request{Messages: []Message{{Role: RoleUser, Text: "x"}}}
+		oa := openaiDecoder{a: newAssembler(ctx, "o", req, "m", nil)}
+		an := anthropicDecoder{a: newAssembler(ctx, "a", req, "m", nil)}
+		ol := &ollamaBackend{base: base{cfg: config.Backend{Name: "l", Kind: config.KindOllama}}}
+		la := newAssembler(ctx, "l", req, "m", nil)
+		for _, line := range bytes.Split(data, []byte("\n")) {
+			payload := bytes.TrimPrefix(bytes.TrimSpace(line), []byte("data:"))
+			var chunk openai.ChatCompletionChunk
+			if json.Unmarshal(payload, &chunk) == nil {
+				oa.chunk(&chunk)
+			}
+			var ev anthropic.MessageStreamEventUnion
+			if json.Unmarshal(payload, &ev) == nil {
+				an.event(&ev)
+			}
+			ol.line(la, line)
+		}
+		oa.flushCalls()
+		for _, a := range []*assembler{oa.a, an.a, la} {
+			r, _ := a.finish(StopEnd)
+			for _, c := range r.Message.Calls {
+				if !json.Valid(c.Args) {
+					t.Fatalf("call %s has arguments that are not JSON: %q", c.ID, c.Args)
+				}
+			}
+			if _, err := json.Marshal(r.Message); err != nil {
+				t.Fatalf("the reply cannot be stored: %v", err)
+			}
+		}
+	})
+}
