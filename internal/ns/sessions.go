@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"9fans.net/go/plan9"
 
@@ -29,6 +30,35 @@ type Sessions struct {
 type sessionsDir struct {
 	mixedDir
 	hooks Sessions
+	// lengths is the last length a stat found of each session file with
+	// a view, by qid path, for a stat that finds the session's lock taken.
+	lengths sync.Map // uint64 -> int
+}
+
+// viewLength returns n, the length a view found, and remembers it; if the
+// view could not look (ok false), the length found last.
+func (d *sessionsDir) viewLength(path uint64, n int, ok bool) uint64 {
+	if ok {
+		d.lengths.Store(path, n)
+		return uint64(n)
+	}
+	if v, found := d.lengths.Load(path); found {
+		return uint64(v.(int))
+	}
+	return 0
+}
+
+// forget drops what s/ keeps of a session that ended.
+func (d *sessionsDir) forget(id string) {
+	d.mu.Lock()
+	base, ok := d.qids[id]
+	d.mu.Unlock()
+	if ok {
+		for i := range sessionTable {
+			d.lengths.Delete(base + 1 + uint64(i))
+		}
+	}
+	d.mixedDir.forget(id)
 }
 
 // sessionQids is the block of a session: its directory, its files, ask/.
