@@ -101,9 +101,11 @@ func Tokens(t testing.TB, encoding, text string) int {
 	if _, err := os.Stat(filepath.Join(mod, "package.json")); err != nil {
 		missing(t, "gpt-tokenizer is not installed in "+Dir()+" (test.sh installs it)")
 	}
-	cmd := exec.Command(Node(t), "-e", `const enc = require(process.argv[1] + "/encoding/" + process.argv[2]);
-let s = ""; process.stdin.on("data", d => s += d).on("end", () => console.log(enc.countTokens(s)));`, mod, encoding)
+	cmd := exec.Command(Node(t), "-e", `const enc = require("gpt-tokenizer/encoding/" + process.argv[1]);
+let s = ""; process.stdin.on("data", d => s += d).on("end", () => console.log(enc.countTokens(s)));`, encoding)
+	cmd.Env = append(os.Environ(), "NODE_PATH="+filepath.Join(Dir(), "node_modules"))
 	cmd.Stdin = strings.NewReader(text)
+	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("tokenizer %s: %v", encoding, err)
