@@ -105,7 +105,7 @@ func newTreeCfg(t *testing.T, sc *llmtest.Script, edit func(*config.Config)) *fi
 		bes = append(bes, be)
 	}
 	r := agent.New(agent.Options{Config: cfg, Backends: bes, Exec: ex, Mount: cfg.Mount, RetryBase: 10 * time.Millisecond})
-	d := testutil.Daemon(t, cfg, daemon.Options{Runner: r, Models: r.Models})
+	d := testutil.Daemon(t, cfg, daemon.Options{Runner: r, Models: r.Models, InUse: r.InUse, SystemPrompt: r.SystemPrompt})
 	if err := os.MkdirAll(cfg.Mount, 0700); err != nil {
 		t.Fatal(err)
 	}

@@ -33,6 +33,12 @@ func TestTokenEconomy(t *testing.T) {
 	}
 	f.cwd = cwd
 	id := f.newSession("tokens")
+	// Before the first turn, systemprompt is already what it will send,
+	// with a true size, and cfg names the model in use.
+	before := readTree(t, f, "s/"+id+"/systemprompt")
+	if st, err := os.Stat(f.mnt + "/s/" + id + "/systemprompt"); err != nil || st.Size() != int64(len(before)) || len(before) == 0 {
+		t.Errorf("systemprompt before the first turn: stat %v %v, read %d bytes", st, err, len(before))
+	}
 	if err := f.fsys.WriteFile(ctx, "s/"+id+"/prompt", []byte("hi\n"), 0); err != nil {
 		t.Fatal(err)
 	}
@@ -47,11 +53,16 @@ func TestTokenEconomy(t *testing.T) {
 		Tools json.RawMessage `json:"tools"`
 	}
 	var sent []byte
+	model := ""
 	for _, r := range f.llm.Requests() {
 		if r.Method == "POST" && strings.HasSuffix(r.Path, "/chat/completions") {
-			sent = r.Body
+			sent, model = r.Body, r.Model
 			break
 		}
+	}
+	// cfg names the model the request went to, which no setting named.
+	if cfg := readTree(t, f, "s/"+id+"/cfg"); model == "" || !strings.Contains(cfg, "\nmodel="+model+"\n") {
+		t.Errorf("cfg does not show the model in use (%q):\n%s", model, cfg)
 	}
 	if err := json.Unmarshal(sent, &body); err != nil {
 		t.Fatalf("%v: %s", err, sent)
@@ -60,6 +71,9 @@ func TestTokenEconomy(t *testing.T) {
 		t.Fatalf("the first request has no system message or no tools: %s", sent)
 	}
 	system := body.Messages[0].Content
+	if before != system {
+		t.Errorf("systemprompt before the first turn differs from the system message sent:\n%q\n%q", before, system)
+	}
 	if sp := readTree(t, f, "s/"+id+"/systemprompt"); sp != system {
 		t.Errorf("systemprompt differs from the system message sent:\n%q\n%q", sp, system)
 	}
@@ -94,5 +108,38 @@ func TestTokenEconomy(t *testing.T) {
 		if !strings.Contains(string(b), claim) {
 			t.Errorf("%s does not say %q", doc, claim)
 		}
+	}
+}
+
+// TestSystemPromptFollowsChanges: systemprompt is rendered again after the
+// changes that make the next request's differ, before any turn.
+func TestSystemPromptFollowsChanges(t *testing.T) {
+	f := newTree(t, nil)
+	id := f.newSession("sp")
+	if sp := readTree(t, f, "s/"+id+"/systemprompt"); !strings.Contains(sp, " file_read ") {
+		t.Fatalf("systemprompt of a new session:\n%s", sp)
+	}
+	tool := "#!/bin/sh\n# description: Say hello\n# args: NAME\necho hello \"$1\"\n"
+	if err := f.fsys.WriteFile(ctx, "t/hello_world", []byte(tool), 0755); err != nil {
+		t.Fatal(err)
+	}
+	if sp := readTree(t, f, "s/"+id+"/systemprompt"); !strings.Contains(sp, " hello_world") {
+		t.Errorf("systemprompt after adding t/hello_world:\n%s", sp)
+	}
+	if err := os.WriteFile(f.cfg.ConfigDir+"/p/terse.md", []byte("Answer in one word. cwd={{cwd}}\n"), 0600); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.fsys.WriteFile(ctx, "a/terse.json", []byte(`{"prompt":[{"file":"terse.md"}]}`), 0600); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.fsys.WriteFile(ctx, "s/"+id+"/cfg", []byte("agent=terse\n"), 0); err != nil {
+		t.Fatal(err)
+	}
+	want := "Answer in one word. cwd=" + f.cwd + "\n"
+	if st, err := os.Stat(f.mnt + "/s/" + id + "/systemprompt"); err != nil || st.Size() != int64(len(want)) {
+		t.Errorf("stat of systemprompt after agent=terse: %v %v, want size %d", st, err, len(want))
+	}
+	if sp := readTree(t, f, "s/"+id+"/systemprompt"); sp != want {
+		t.Errorf("systemprompt after agent=terse = %q, want %q", sp, want)
 	}
 }

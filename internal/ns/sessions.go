@@ -23,6 +23,9 @@ type Sessions struct {
 	Spawn func(parent *session.Session, spec string) (string, error)
 	// InUse says which backend and model a session uses now, for idx.
 	InUse func(session.Meta) (backend, model string)
+	// SystemPrompt renders and records the system prompt the session's
+	// next turn will send; nil: it is recorded by turns only.
+	SystemPrompt func(ctx context.Context, s *session.Session) error
 }
 
 // sessionsDir is s/: the clone file new, idx, the session scripts (from
@@ -46,6 +49,15 @@ func (d *sessionsDir) viewLength(path uint64, n int, ok bool) uint64 {
 		return uint64(v.(int))
 	}
 	return 0
+}
+
+// renderSystemPrompt records what s's next turn will send as its system
+// prompt. A failure is left to that turn to report: a session may well be
+// made before its backend is configured.
+func (d *sessionsDir) renderSystemPrompt(ctx context.Context, s *session.Session) {
+	if d.hooks.SystemPrompt != nil {
+		d.hooks.SystemPrompt(ctx, s)
+	}
 }
 
 // forget drops what s/ keeps of a session that ended.
@@ -157,6 +169,7 @@ func (d *sessionsDir) openNew(ctx context.Context, mode uint8) (tree.Handle, err
 		if err != nil {
 			return "", err
 		}
+		d.renderSystemPrompt(context.Background(), s) // the open's context may be over by the commit
 		return s.ID(), nil
 	}), nil
 }

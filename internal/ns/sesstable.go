@@ -71,8 +71,11 @@ var sessionTable = []fileSpec{
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return openFileHandle(d.s.ContextPath()) },
 		stat: func(s *session.Session, st *plan9.Dir) { statDisk(s.ContextPath(), st) }},
 	{name: "systemprompt", perm: 0444, mode: "r",
-		doc:  "The rendered system prompt exactly as last sent.",
-		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(d.s.SystemPrompt()) },
+		doc: "The rendered system prompt, exactly as the next request sends it: rendered at creation, after each change of settings, and at open (p/, t/, sk/, a/ may have changed).",
+		openCtx: func(ctx context.Context, d *sessionDir, _ uint8) (tree.Handle, error) {
+			d.parent.renderSystemPrompt(ctx, d.s)
+			return text(d.s.SystemPrompt())
+		},
 		stat: func(s *session.Session, st *plan9.Dir) { statDisk(s.SystemPromptPath(), st) }},
 	{name: "usage", perm: 0444, mode: "r",
 		doc:  "Token counts: input output cache_read cache_write requests (estimated when not reported).",
@@ -185,7 +188,11 @@ func (d *sessionDir) setCfg(data []byte) error {
 	if err != nil {
 		return err
 	}
-	return d.s.SetCfg(kv)
+	if err := d.s.SetCfg(kv); err != nil {
+		return err
+	}
+	d.parent.renderSystemPrompt(context.Background(), d.s)
+	return nil
 }
 
 // models asks the backend with the open's context, so that a flush of
