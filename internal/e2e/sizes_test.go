@@ -12,7 +12,7 @@ import (
 // sizedFiles are files of a fresh tree and of a session after a turn whose
 // stat must give the length a read returns (NAMESPACE rule 9).
 var sizedFiles = []string{
-	"help", "backends", "errors", "t/idx", "sk/idx", "s/idx", "stats/uptime", "stats/sessions",
+	"help", "backends", "errors", "s/new", "t/idx", "sk/idx", "s/idx", "stats/uptime", "stats/sessions",
 	"s/x/state", "s/x/cfg", "s/x/usage", "s/x/cost", "s/x/ctxsz", "s/x/env",
 	"s/x/offset", "s/x/prompt.prev", "s/x/reply", "s/x/context", "s/x/chat",
 	"s/x/tail", "s/x/plan",

@@ -81,9 +81,11 @@ var SessionKeys = []string{"cwd", "name", "agent", "backend", "model"}
 
 func newSessionsDir(fs *tree.FS, h Sessions, scripts *tree.DiskDir) *sessionsDir {
 	d := &sessionsDir{mixedDir: newMixedDir(fs, "s", scripts, sessionQids), hooks: h}
+	clone := fs.NewSynth("new", 0666, d.openNew)
+	clone.Length = func() int64 { return int64(len(newTemplate)) } // what a fresh fid reads
 	d.fixed = []tree.Entry{
 		{Name: "new", Mode: "rw", Doc: "Clone file: write key=value settings (cwd required; name agent backend model), read the id back on the same fid.",
-			Node: fs.NewSynth("new", 0666, d.openNew)},
+			Node: clone},
 		{Name: "idx", Mode: "r", Doc: "One line per session: id state agent backend model cwd name (tab-separated; backend and model as in use).",
 			Node: fs.Text("idx", d.renderIdx)},
 	}
@@ -157,7 +159,7 @@ func dash(s string) string {
 // session is made at its commit (close, fsync, or a read of the same fid,
 // which then returns the id); before any write a read returns a template.
 func (d *sessionsDir) openNew(ctx context.Context, mode uint8) (tree.Handle, error) {
-	return newClone(newSessionMsg, "cwd=\nname=\nagent=\nbackend=\nmodel=\n", func(text string) (string, error) {
+	return newClone(newSessionMsg, newTemplate, func(text string) (string, error) {
 		if err := valid.String("s/new", text); err != nil {
 			return "", err
 		}
@@ -173,6 +175,9 @@ func (d *sessionsDir) openNew(ctx context.Context, mode uint8) (tree.Handle, err
 		return s.ID(), nil
 	}), nil
 }
+
+// newTemplate is what a read of a fresh fid of s/new returns.
+const newTemplate = "cwd=\nname=\nagent=\nbackend=\nmodel=\n"
 
 // newSessionMsg frames the settings written to s/new: each line is checked
 // as it arrives.
