@@ -9,6 +9,7 @@ import (
 
 	"ollie.dev/ollie/internal/llmtest"
 	"ollie.dev/ollie/internal/mcpbridge/mcptest"
+	"ollie.dev/ollie/internal/testutil"
 )
 
 // maxFixedTokens bounds what every request of the shipped agent carries
@@ -116,13 +117,21 @@ func TestTokenEconomy(t *testing.T) {
 func TestSystemPromptFollowsChanges(t *testing.T) {
 	f := newTree(t, nil)
 	id := f.newSession("sp")
-	if sp := readTree(t, f, "s/"+id+"/systemprompt"); !strings.Contains(sp, " file_read ") {
-		t.Fatalf("systemprompt of a new session:\n%s", sp)
+	before := readTree(t, f, "s/"+id+"/systemprompt")
+	if !strings.Contains(before, " file_read ") {
+		t.Fatalf("systemprompt of a new session:\n%s", before)
 	}
 	tool := "#!/bin/sh\n# description: Say hello\n# args: NAME\necho hello \"$1\"\n"
 	if err := f.fsys.WriteFile(ctx, "t/hello_world", []byte(tool), 0755); err != nil {
 		t.Fatal(err)
 	}
+	// Its stat follows the change without an open (rendered in the
+	// background after the commit), then its read.
+	spPath := f.mnt + "/s/" + id + "/systemprompt"
+	testutil.Until(t, "the stat of systemprompt to count t/hello_world", func() bool {
+		st, err := os.Stat(spPath)
+		return err == nil && st.Size() == int64(len(before))+int64(len(" hello_world"))
+	})
 	if sp := readTree(t, f, "s/"+id+"/systemprompt"); !strings.Contains(sp, " hello_world") {
 		t.Errorf("systemprompt after adding t/hello_world:\n%s", sp)
 	}

@@ -55,8 +55,14 @@ func (d *sessionsDir) viewLength(path uint64, n int, ok bool) uint64 {
 // prompt. A failure is left to that turn to report: a session may well be
 // made before its backend is configured.
 func (d *sessionsDir) renderSystemPrompt(ctx context.Context, s *session.Session) {
-	if d.hooks.SystemPrompt != nil {
-		d.hooks.SystemPrompt(ctx, s)
+	d.hooks.renderSystemPrompt(ctx, s)
+}
+
+// renderSystemPrompt is what sessionsDir's does. A running turn sends the
+// prompt it began with, and records it itself: it is left alone.
+func (h *Sessions) renderSystemPrompt(ctx context.Context, s *session.Session) {
+	if h.SystemPrompt != nil && !s.Summary().State.Busy() {
+		h.SystemPrompt(ctx, s)
 	}
 }
 

@@ -182,6 +182,7 @@ func (h *rewriteHandle) commitLocked() error {
 	if fi, err := h.file.dir.root.Stat(h.file.rel); err == nil {
 		h.disk = fi
 	}
+	h.file.dir.pol.changed()
 	return nil
 }
 
