@@ -26,7 +26,7 @@ fi
 # The MCP servers the bridge tests run (internal/mcpbridge/mcptest), pinned,
 # installed once outside the repository.
 npmdir=${OLLIE_TEST_NPM:-$HOME/.cache/ollie-test/npm}
-mcp_pkgs="@modelcontextprotocol/server-everything@2026.8.31 @modelcontextprotocol/server-filesystem@2026.8.31"
+mcp_pkgs="@modelcontextprotocol/server-everything@2026.8.31 @modelcontextprotocol/server-filesystem@2026.8.31 @modelcontextprotocol/server-memory@2026.8.31 gpt-tokenizer@4.0.0"
 if [ -n "${OLLIE_REQUIRE_NPM:-}" ] && ! command -v npm >/dev/null 2>&1; then
 	echo "test.sh: npm is missing but OLLIE_REQUIRE_NPM is set" >&2
 	exit 1

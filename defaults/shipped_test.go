@@ -84,7 +84,7 @@ func TestShippedToolsAndSkills(t *testing.T) {
 		}
 	}
 	base, _ := fs.ReadFile(d, "p/base.md")
-	for _, v := range []string{"{{tools}}", "{{skills}}"} {
+	for _, v := range []string{"{{toolnames}}", "t/idx", "$OLLIE/sk/"} {
 		if !strings.Contains(string(base), v) {
 			t.Errorf("p/base.md lacks %s", v)
 		}

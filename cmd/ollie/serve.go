@@ -99,7 +99,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	d, err := daemon.Start(env.Config, daemon.Options{Log: logger, Runner: runner, Models: runner.Models, Redact: rd, BackendState: runner.BackendState, InUse: runner.InUse})
+	d, err := daemon.Start(env.Config, daemon.Options{Log: logger, Runner: runner, Models: runner.Models, Redact: rd, BackendState: runner.BackendState, InUse: runner.InUse, SystemPrompt: runner.SystemPrompt})
 	if err != nil {
 		return err
 	}

@@ -60,8 +60,9 @@ func TestShCommands(t *testing.T) {
 		"Let me look.\n⚙ sh: for i in 1 2 3 4 5 6; do echo line $i; done\n  │ line 1\n  │ line 2\n  │ line 3\n  │ line 4\n  │ … 2 more lines\ndone\n",
 		"> /usage\ninput ", "requests 3\n", "context ",
 		"> /cost\nturn 0\nsession 0\n",
-		"> /model\nmodel (default)\noffered: base MODEL_A MODEL_B\n> /model MODEL_B\nmodel MODEL_B\n",
-		"> /backend\nbackend (default)\nollama ollama " + e.llm.URL,
+		// cfg shows the model and backend in use where none is set.
+		"> /model\nmodel base\noffered: base MODEL_A MODEL_B\n> /model MODEL_B\nmodel MODEL_B\n",
+		"> /backend\nbackend ollama\nollama ollama " + e.llm.URL,
 		"> /sessions\n* " + id + "  idle",
 		"greeting=hi token=unset in " + e.cwd + "\n[exit 3]\n",
 		"> //slash text\nslashed\n",

@@ -20,7 +20,8 @@ import (
 // compose renders the system prompt from the agent configuration's parts:
 // files of p/ and the output of plugins in x/, each with the session's
 // variables ({{cwd}}, {{id}}, {{name}}, {{agent}}, {{model}}, {{backend}},
-// {{date}}, {{ollie}}, {{session}}) substituted. With no parts listed,
+// {{date}}, {{ollie}}, {{session}}, {{tools}}, {{skills}}, {{toolnames}})
+// substituted. With no parts listed,
 // p/base.md is the prompt. A model without native tool calling gets the
 // fenced-block instructions at the end.
 func (r *Runner) compose(ctx context.Context, a *agentcfg.Agent, m session.Meta, st *setup) (string, error) {
@@ -63,7 +64,20 @@ func (r *Runner) vars(m session.Meta, st *setup) *strings.Replacer {
 		"{{date}}", time.Now().Format("2006-01-02"),
 		"{{ollie}}", r.o.Mount, "{{session}}", sess,
 		"{{tools}}", r.readConfig("t", "idx"), "{{skills}}", r.readConfig("sk", "idx"),
+		"{{toolnames}}", names(r.readConfig("t", "idx")),
 	)
+}
+
+// names are the names of an idx's lines (name: description), separated
+// by spaces: enough for a prompt to say what exists, at a few tokens each.
+func names(idx string) string {
+	var out []string
+	for line := range strings.Lines(idx) {
+		if name, _, ok := strings.Cut(line, ":"); ok {
+			out = append(out, name)
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 // readConfig reads an index the tree synthesizes; for the prompt it is

@@ -40,6 +40,9 @@ type Options struct {
 	Counters []ns.Counter
 	// InUse says which backend and model a session uses now (s/idx).
 	InUse func(session.Meta) (backend, model string)
+	// SystemPrompt renders and records the system prompt a session's
+	// next turn will send (s/<id>/systemprompt before the first turn).
+	SystemPrompt func(ctx context.Context, s *session.Session) error
 	// BackendState says how each backend's last request went (backends).
 	BackendState func(name string) (string, time.Duration)
 	// Msize is the largest 9P message offered; 0 means ninep.DefaultMsize.
@@ -108,7 +111,7 @@ func Start(cfg *config.Config, o Options) (*Daemon, error) {
 	counters := append(serverCounters(d), sessionCounters(mgr)...)
 	counters = append(counters, o.Counters...)
 	nsp, err := ns.Build(ns.Options{Config: cfg, Uid: userName(), Start: d.Start, Counters: counters, Redact: o.Redact, BackendState: o.BackendState,
-		Sessions: &ns.Sessions{M: mgr, Models: redactModels(o.Models, o.Redact), Spawn: jobs.spawn, InUse: o.InUse},
+		Sessions: &ns.Sessions{M: mgr, Models: redactModels(o.Models, o.Redact), Spawn: jobs.spawn, InUse: o.InUse, SystemPrompt: o.SystemPrompt},
 		Batch:    &ns.Batch{R: reg, New: jobs.new}, Extra: o.Extra, Logf: d.log.Printf})
 	if err != nil {
 		d.Close()

@@ -16,12 +16,13 @@ import (
 	"ollie.dev/ollie/internal/errs"
 )
 
-// Description is the tool's description shown to the model.
-const Description = `Run code in a sandbox, in the session's working directory. ` +
-	`steps is a pipeline: each stage's stdout is the next stage's stdin. ` +
-	`A stage is inline code {"code","language"}, a tool from t/ {"tool","args"}, ` +
-	`or {"parallel":[stages]} (each branch gets the same stdin; outputs are joined in order). ` +
-	`The result is the last stage's stdout; on failure, the failing stage, its exit status and stderr.`
+// Description is the tool's description shown to the model. It and
+// Schema are sent with every request, so every word costs: the test of
+// the shipped prompt (defaults) holds the two with the system prompt under
+// 600 tokens.
+const Description = `Run a pipeline in a sandbox, in the working directory: each stage's stdout is the next one's stdin. ` +
+	`A stage is code {"code","language"}, a tool of t/ {"tool","args"}, or {"parallel":[stages]} (same stdin; outputs joined in order). ` +
+	`Result: the last stage's stdout, and each stage's stderr; on failure the failing stage and its exit status.`
 
 // maxArg is the longest argument Linux passes to a program
 // (MAX_ARG_STRLEN, 32 pages), less its terminating NUL.
@@ -48,16 +49,16 @@ const DefaultLanguage = "bash"
 // Schema is the JSON schema of the tool's arguments.
 const Schema = `{"type":"object","properties":{` +
 	`"steps":{"type":"array","minItems":1,"items":{"$ref":"#/$defs/stage"}},` +
-	`"timeout":{"type":"number","description":"seconds for the whole call"}},` +
+	`"timeout":{"type":"number","description":"seconds"}},` +
 	`"required":["steps"],"additionalProperties":false,` +
 	`"$defs":{"stage":{"type":"object","properties":{` +
 	`"code":{"type":"string"},` +
-	`"language":{"type":"string","description":"bash (the default), sh, python3, perl, awk, sed, jq, or another interpreter on PATH"},` +
-	`"tool":{"type":"string","description":"name of a tool in t/"},` +
+	`"language":{"type":"string","description":"bash (default), sh, python3, perl, awk, jq, ..."},` +
+	`"tool":{"type":"string"},` +
 	`"args":{"type":"array","items":{"type":"string"}},` +
 	`"parallel":{"type":"array","items":{"$ref":"#/$defs/stage"}},` +
-	`"elevated":{"type":"boolean","description":"run outside the sandbox; waits for a human to allow it"},` +
-	`"timeout":{"type":"number","description":"seconds for this stage"}},` +
+	`"elevated":{"type":"boolean","description":"outside the sandbox, once a human allows it"},` +
+	`"timeout":{"type":"number"}},` +
 	`"additionalProperties":false}}}`
 
 // Args are the tool's arguments.

@@ -77,14 +77,16 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 }
 
 // truncate sets the length, tolerating a no-op on files that cannot
-// change length: `echo x > ctl` truncates a synthetic file of length 0.
+// change length: `echo x > ctl` truncates a synthetic file of length 0,
+// and `echo model=x > cfg` a synthesized one whose content a write
+// replaces (its length is what a read would return, not stored bytes).
 func (n *node) truncate(ctx context.Context, f *client.Fid, size uint64) error {
 	var d plan9.Dir
 	d.Null()
 	d.Length = size
 	err := f.Wstat(ctx, &d)
 	if err != nil && ignorable(err) {
-		if st, serr := f.Stat(ctx); serr == nil && st.Length == size {
+		if st, serr := f.Stat(ctx); serr == nil && (st.Length == size || size == 0 && st.Mode&plan9.DMTMP != 0) {
 			return nil
 		}
 	}

@@ -10,9 +10,9 @@
 //	srv.Unmount()
 //	err = srv.Wait()
 //
-// Caching: synthetic files (length 0 in stat) and append-only files
-// (QTAPPEND) are opened with FOPEN_DIRECT_IO and their attributes are not
-// cached, because they change behind the kernel's back or block. Plain
+// Caching: synthesized files (DMTMP in mode, or length 0 in stat) and append-only
+// files (QTAPPEND) are opened with FOPEN_DIRECT_IO and their attributes are
+// not cached, because they change behind the kernel's back or block. Plain
 // files may be cached for CacheTimeout and keep their page cache across
 // opens while their Qid.Vers is unchanged. See docs/mount.md.
 //
@@ -52,8 +52,8 @@ type Options struct {
 	// CacheTimeout is how long the kernel may cache the attributes of a
 	// plain file: one with a length, not append-only, not a directory.
 	// Plain files also use the page cache, revalidated at each open by
-	// Qid.Vers. Synthetic (length 0) and append-only files are never
-	// cached. Default 1s; negative disables caching (direct I/O for all).
+	// Qid.Vers. Synthesized (DMTMP or length 0) and append-only files
+	// are never cached. Default 1s; negative disables caching (direct I/O for all).
 	CacheTimeout time.Duration
 
 	// NoReconnect makes a lost 9P connection unmount the file system

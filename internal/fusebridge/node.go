@@ -86,9 +86,12 @@ func (n *node) newChild(ctx context.Context, name string, d *plan9.Dir, f *clien
 }
 
 // plain reports whether a file's content may be cached by the kernel: it
-// has a length (synthetic files report 0) and is not append-only.
+// has a length, is not append-only, and is stored rather than made at
+// open (DMTMP in its mode, tree.Synthesized): the length of a synthesized file is
+// true when stated, but the next open may read more, and a page-cached
+// read would stop at the size the kernel holds.
 func (b *bridge) plain(d *plan9.Dir) bool {
-	return b.opts.CacheTimeout > 0 && d.Qid.Type&(plan9.QTDIR|plan9.QTAPPEND) == 0 && d.Length > 0
+	return b.opts.CacheTimeout > 0 && d.Qid.Type&(plan9.QTDIR|plan9.QTAPPEND) == 0 && d.Mode&plan9.DMTMP == 0 && d.Length > 0
 }
 
 // attrTimeout is how long the kernel may keep d.

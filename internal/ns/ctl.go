@@ -1,6 +1,7 @@
 package ns
 
 import (
+	"context"
 	"strings"
 
 	"ollie.dev/ollie/internal/errs"
@@ -43,7 +44,13 @@ func (d *sessionDir) ctl(line string) error {
 	case "rn":
 		return needArg(func() error { return m.Rename(s.ID(), arg) })
 	case "model", "backend", "agent":
-		return needArg(func() error { return s.SetCfg(map[string]string{verb: arg}) })
+		return needArg(func() error {
+			if err := s.SetCfg(map[string]string{verb: arg}); err != nil {
+				return err
+			}
+			d.parent.renderSystemPrompt(context.Background(), s)
+			return nil
+		})
 	case "":
 		return errs.E(errs.Invalid, "empty control message")
 	}

@@ -11,6 +11,7 @@
 package ns
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -65,6 +66,7 @@ type NS struct {
 	// of its requests there (ninep.Server.OnError = Errors.Record).
 	Errors *ErrorLog
 	roots  []*os.Root
+	done   chan struct{} // closed by Close: ends the prompt refresher
 }
 
 // Close releases the directory handles.
@@ -72,7 +74,42 @@ func (n *NS) Close() error {
 	for _, r := range n.roots {
 		r.Close()
 	}
+	select {
+	case <-n.done:
+	default:
+		close(n.done)
+	}
 	return nil
+}
+
+// promptRefresher returns what a/, sk/ and t/ call after a change: the
+// system prompts of all sessions are rendered again, so that the stat of
+// systemprompt is true after the change too (its open renders anyway). It
+// runs in the background, one pass at a time; changes during a pass make
+// one more. nil when sessions render no prompt of their own.
+func (n *NS) promptRefresher(h *Sessions) func() {
+	if h == nil || h.SystemPrompt == nil {
+		return nil
+	}
+	kick := make(chan struct{}, 1)
+	go func() {
+		for {
+			select {
+			case <-n.done:
+				return
+			case <-kick:
+			}
+			for _, s := range h.M.List() {
+				h.renderSystemPrompt(context.Background(), s)
+			}
+		}
+	}()
+	return func() {
+		select {
+		case kick <- struct{}{}:
+		default: // a pass is due already
+		}
+	}
 }
 
 // diskDirs says where each on-disk directory lives and what it allows.
@@ -114,7 +151,8 @@ func Build(o Options) (*NS, error) {
 		return nil, fmt.Errorf("install defaults in %s: %v", c.ConfigDir, err)
 	}
 	fs := &tree.FS{Qids: tree.NewQids(), Uid: o.Uid, Mtime: uint32(o.Start.Unix())}
-	n := &NS{FS: fs}
+	n := &NS{FS: fs, done: make(chan struct{})}
+	refresh := n.promptRefresher(o.Sessions)
 	root := fs.NewRoot(0555)
 	// The tables are complete once Build returns, so help is rendered at
 	// the first read and kept: rendering it is most of the cost of a cat.
@@ -146,6 +184,10 @@ func Build(o Options) (*NS, error) {
 		}
 		n.roots = append(n.roots, r)
 		pol := d.pol
+		switch d.name {
+		case "a", "sk", "t":
+			pol.Changed = refresh
+		}
 		switch d.name {
 		case "a":
 			pol.Validate = refs.validAgent

@@ -1,8 +1,6 @@
 package ns
 
 import (
-	"os"
-
 	"9fans.net/go/plan9"
 
 	"ollie.dev/ollie/internal/session"
@@ -33,14 +31,4 @@ const maxPlan = 256 << 10
 // statPlan reports the plan's true length (NAMESPACE rule 9: `[ -s plan ]`
 // works) and a version that changes with each commit, which replaces the
 // file: a new inode, a new mtime.
-func statPlan(s *session.Session, st *plan9.Dir) {
-	fi, err := os.Stat(s.PlanPath())
-	if err != nil {
-		return
-	}
-	st.Length = uint64(fi.Size())
-	x := uint64(fi.ModTime().UnixNano()) ^ uint64(fi.Size())*0x9E3779B97F4A7C15
-	st.Qid.Vers = uint32(x ^ x>>32)
-	st.Mtime = uint32(fi.ModTime().Unix())
-	st.Atime = st.Mtime
-}
+func statPlan(s *session.Session, st *plan9.Dir) { statDisk(s.PlanPath(), st) }

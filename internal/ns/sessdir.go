@@ -100,6 +100,14 @@ type fileSpec struct {
 	openCtx func(ctx context.Context, d *sessionDir, mode uint8) (tree.Handle, error)
 	// stat, if set, fills in length and version.
 	stat func(s *session.Session, st *plan9.Dir)
+	// view, if set, renders for stat what a read would return now, for
+	// its length (NAMESPACE rule 9). It runs in the 9P reader, so it
+	// takes the session's values without waiting (session.Peek...); false
+	// means the lock was taken, and stat shows the length it found last.
+	view func(d *sessionDir) ([]byte, bool)
+	// disk: a file the session keeps on disk, read as it is. Every other
+	// file is made at open, and its stat says so (tree.Synthesized).
+	disk bool
 }
 
 // sessFile is one file of a session directory.
@@ -113,6 +121,13 @@ func (f *sessFile) Stat() (plan9.Dir, error) {
 	fs := f.d.parent.fs
 	st := plan9.Dir{Qid: plan9.Qid{Path: f.path, Type: uint8(f.spec.perm >> 24)}, Mode: f.spec.perm, Name: f.spec.name,
 		Uid: fs.Uid, Gid: fs.Uid, Muid: fs.Uid, Mtime: fs.Mtime, Atime: fs.Mtime}
+	if !f.spec.disk {
+		st.Mode |= tree.Synthesized
+	}
+	if f.spec.view != nil {
+		b, ok := f.spec.view(f.d)
+		st.Length = f.d.parent.viewLength(f.path, len(b), ok)
+	}
 	if f.spec.stat != nil {
 		f.spec.stat(f.d.s, &st)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"9fans.net/go/plan9"
 
@@ -22,6 +23,9 @@ type Sessions struct {
 	Spawn func(parent *session.Session, spec string) (string, error)
 	// InUse says which backend and model a session uses now, for idx.
 	InUse func(session.Meta) (backend, model string)
+	// SystemPrompt renders and records the system prompt the session's
+	// next turn will send; nil: it is recorded by turns only.
+	SystemPrompt func(ctx context.Context, s *session.Session) error
 }
 
 // sessionsDir is s/: the clone file new, idx, the session scripts (from
@@ -29,6 +33,50 @@ type Sessions struct {
 type sessionsDir struct {
 	mixedDir
 	hooks Sessions
+	// lengths is the last length a stat found of each session file with
+	// a view, by qid path, for a stat that finds the session's lock taken.
+	lengths sync.Map // uint64 -> int
+}
+
+// viewLength returns n, the length a view found, and remembers it; if the
+// view could not look (ok false), the length found last.
+func (d *sessionsDir) viewLength(path uint64, n int, ok bool) uint64 {
+	if ok {
+		d.lengths.Store(path, n)
+		return uint64(n)
+	}
+	if v, found := d.lengths.Load(path); found {
+		return uint64(v.(int))
+	}
+	return 0
+}
+
+// renderSystemPrompt records what s's next turn will send as its system
+// prompt. A failure is left to that turn to report: a session may well be
+// made before its backend is configured.
+func (d *sessionsDir) renderSystemPrompt(ctx context.Context, s *session.Session) {
+	d.hooks.renderSystemPrompt(ctx, s)
+}
+
+// renderSystemPrompt is what sessionsDir's does. A running turn sends the
+// prompt it began with, and records it itself: it is left alone.
+func (h *Sessions) renderSystemPrompt(ctx context.Context, s *session.Session) {
+	if h.SystemPrompt != nil && !s.Summary().State.Busy() {
+		h.SystemPrompt(ctx, s)
+	}
+}
+
+// forget drops what s/ keeps of a session that ended.
+func (d *sessionsDir) forget(id string) {
+	d.mu.Lock()
+	base, ok := d.qids[id]
+	d.mu.Unlock()
+	if ok {
+		for i := range sessionTable {
+			d.lengths.Delete(base + 1 + uint64(i))
+		}
+	}
+	d.mixedDir.forget(id)
 }
 
 // sessionQids is the block of a session: its directory, its files, ask/.
@@ -39,9 +87,11 @@ var SessionKeys = []string{"cwd", "name", "agent", "backend", "model"}
 
 func newSessionsDir(fs *tree.FS, h Sessions, scripts *tree.DiskDir) *sessionsDir {
 	d := &sessionsDir{mixedDir: newMixedDir(fs, "s", scripts, sessionQids), hooks: h}
+	clone := fs.NewSynth("new", 0666, d.openNew)
+	clone.Length = func() int64 { return int64(len(newTemplate)) } // what a fresh fid reads
 	d.fixed = []tree.Entry{
 		{Name: "new", Mode: "rw", Doc: "Clone file: write key=value settings (cwd required; name agent backend model), read the id back on the same fid.",
-			Node: fs.NewSynth("new", 0666, d.openNew)},
+			Node: clone},
 		{Name: "idx", Mode: "r", Doc: "One line per session: id state agent backend model cwd name (tab-separated; backend and model as in use).",
 			Node: fs.Text("idx", d.renderIdx)},
 	}
@@ -115,7 +165,7 @@ func dash(s string) string {
 // session is made at its commit (close, fsync, or a read of the same fid,
 // which then returns the id); before any write a read returns a template.
 func (d *sessionsDir) openNew(ctx context.Context, mode uint8) (tree.Handle, error) {
-	return newClone(newSessionMsg, "cwd=\nname=\nagent=\nbackend=\nmodel=\n", func(text string) (string, error) {
+	return newClone(newSessionMsg, newTemplate, func(text string) (string, error) {
 		if err := valid.String("s/new", text); err != nil {
 			return "", err
 		}
@@ -127,9 +177,13 @@ func (d *sessionsDir) openNew(ctx context.Context, mode uint8) (tree.Handle, err
 		if err != nil {
 			return "", err
 		}
+		d.renderSystemPrompt(context.Background(), s) // the open's context may be over by the commit
 		return s.ID(), nil
 	}), nil
 }
+
+// newTemplate is what a read of a fresh fid of s/new returns.
+const newTemplate = "cwd=\nname=\nagent=\nbackend=\nmodel=\n"
 
 // newSessionMsg frames the settings written to s/new: each line is checked
 // as it arrives.

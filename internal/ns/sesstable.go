@@ -21,7 +21,7 @@ var sessionTable = []fileSpec{
 	{name: "prompt", perm: 0222, mode: "w",
 		doc:  "Write a prompt: one open-write-close is one prompt, however it is written. Queued if a turn runs. When the close returns it is on disk and state is no longer idle.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return newMsg(promptMsg, d.s.Submit), nil }},
-	{name: "chat", perm: plan9.DMAPPEND | 0444, mode: "r",
+	{name: "chat", perm: plan9.DMAPPEND | 0444, mode: "r", disk: true,
 		doc:  "The conversation, append-only: user:, assistant:, -> tool calls, :: info, error: lines. tail -f follows it.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return openFileHandle(d.s.ChatPath()) },
 		stat: func(s *session.Session, st *plan9.Dir) {
@@ -31,12 +31,14 @@ var sessionTable = []fileSpec{
 		}},
 	{name: "reply", perm: 0444, mode: "r",
 		doc:  "The last complete assistant reply only.",
-		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(d.s.ReplyText()) }},
+		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(d.s.ReplyText()) },
+		view: func(d *sessionDir) ([]byte, bool) { return d.s.PeekReply() }},
 	{name: "state", perm: 0444, mode: "r",
 		doc: "idle, running, calling execute_code, compacting, waiting (with why and the time left), asking or error.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) {
 			return text([]byte(d.s.StateText() + "\n"))
 		},
+		view: func(d *sessionDir) ([]byte, bool) { return []byte(string(d.s.Summary().State) + "\n"), true },
 		stat: func(s *session.Session, st *plan9.Dir) { st.Qid.Vers = s.StateVersion() }},
 	{name: "statewait", perm: 0444, mode: "r",
 		doc:  "Blocks until the state differs from the one at open, then returns it; read again at 0 for the next change.",
@@ -44,11 +46,14 @@ var sessionTable = []fileSpec{
 	{name: "wait", perm: 0444, mode: "r",
 		doc:  "Blocks until the session is idle with an empty queue; returns the state and the last turn's error.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return waitHandle(d.s), nil }},
-	{name: "events", perm: 0444, mode: "r",
-		doc: "JSON lines with a seq number: state changes, tool calls, usage, compaction, errors. Reads block at the end.",
+	{name: "events", perm: plan9.DMAPPEND | 0444, mode: "r", disk: true,
+		doc: "JSON lines with a seq number: state changes, tool calls, usage, compaction, errors. Reads block at the end; tail -f follows it.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) {
 			return &followHandle{s: d.s, path: d.s.EventsPath()}, nil
-		}},
+		},
+		// Its length on disk, and an mtime that moves with it: tail -f
+		// on a FUSE mount polls the size and reads when it grows.
+		stat: func(s *session.Session, st *plan9.Dir) { statDisk(s.EventsPath(), st) }},
 	{name: "ctl", perm: 0222, mode: "w",
 		doc: "Commands, a line each, applied and answered on each write: stop kill compact clear save resume, rn NAME, model NAME, backend NAME, agent NAME.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) {
@@ -57,23 +62,32 @@ var sessionTable = []fileSpec{
 	{name: "cfg", perm: 0666, mode: "rw",
 		doc: "key=value settings; write some to change them (state, id, name read-only).",
 		open: func(d *sessionDir, mode uint8) (tree.Handle, error) {
-			return newSettings(d.cfgMsg(), func() []byte { return renderKV(d.s.Cfg()) }, d.setCfg), nil
-		}},
-	{name: "context", perm: 0444, mode: "r",
+			return newSettings(d.cfgMsg(), d.renderCfg, d.setCfg), nil
+		},
+		view: func(d *sessionDir) ([]byte, bool) { return d.renderCfg(), true }},
+	{name: "context", perm: 0444, mode: "r", disk: true,
 		doc:  "The message history as sent to the model, JSON lines.",
-		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return openFileHandle(d.s.ContextPath()) }},
+		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return openFileHandle(d.s.ContextPath()) },
+		stat: func(s *session.Session, st *plan9.Dir) { statDisk(s.ContextPath(), st) }},
 	{name: "systemprompt", perm: 0444, mode: "r",
-		doc:  "The rendered system prompt exactly as last sent.",
-		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(d.s.SystemPrompt()) }},
+		doc: "The rendered system prompt, exactly as the next request sends it: rendered at creation, after each change of settings, and at open (p/, t/, sk/, a/ may have changed).",
+		openCtx: func(ctx context.Context, d *sessionDir, _ uint8) (tree.Handle, error) {
+			d.parent.renderSystemPrompt(ctx, d.s)
+			return text(d.s.SystemPrompt())
+		},
+		stat: func(s *session.Session, st *plan9.Dir) { statDisk(s.SystemPromptPath(), st) }},
 	{name: "usage", perm: 0444, mode: "r",
 		doc:  "Token counts: input output cache_read cache_write requests (estimated when not reported).",
-		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(renderUsage(d.s.Usage())) }},
+		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(renderUsage(d.s.Usage())) },
+		view: viewUsage(renderUsage)},
 	{name: "cost", perm: 0444, mode: "r",
 		doc:  "USD for the last turn and the whole session.",
-		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(renderCost(d.s.Usage())) }},
+		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(renderCost(d.s.Usage())) },
+		view: viewUsage(renderCost)},
 	{name: "ctxsz", perm: 0444, mode: "r",
 		doc:  "Context use: tokens / window (percent).",
-		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(renderCtxsz(d.s.Usage())) }},
+		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(renderCtxsz(d.s.Usage())) },
+		view: viewUsage(renderCtxsz)},
 	{name: "models", perm: 0444, mode: "r",
 		doc:     "Models the session's backend offers (asked on open, never on stat).",
 		openCtx: func(ctx context.Context, d *sessionDir, _ uint8) (tree.Handle, error) { return d.models(ctx) }},
@@ -81,7 +95,8 @@ var sessionTable = []fileSpec{
 		doc: "KEY=VALUE lines for this session's tools; KEY= removes; secret values never shown.",
 		open: func(d *sessionDir, mode uint8) (tree.Handle, error) {
 			return newSettings(d.envMsg(), func() []byte { return renderEnv(d.s.Env()) }, d.s.SetEnv), nil
-		}},
+		},
+		view: func(d *sessionDir) ([]byte, bool) { return renderEnv(d.s.Env()), true }},
 	{name: "fifo.in", perm: 0222, mode: "w",
 		doc:  "Queue a prompt for after the current turn.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return newMsg(promptMsg, d.s.Enqueue), nil }},
@@ -90,17 +105,24 @@ var sessionTable = []fileSpec{
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return popHandle(d.s), nil }},
 	{name: "queue", perm: 0444, mode: "r",
 		doc:  "The queued prompts, one JSON string a line; reading does not pop.",
-		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(renderQueue(d.s.Queue())) }},
-	{name: "plan", perm: 0666, mode: "rw",
+		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(renderQueue(d.s.Queue())) },
+		// queue.jsonl holds the same lines, replaced whole at each change.
+		stat: func(s *session.Session, st *plan9.Dir) { statDisk(s.QueuePath(), st) }},
+	{name: "plan", perm: 0666, mode: "rw", disk: true,
 		doc:  "The agent's planning scratch space, kept with the session; replaced whole and atomically at close.",
 		open: func(d *sessionDir, mode uint8) (tree.Handle, error) { return openPlan(d.s, mode) },
 		stat: statPlan},
 	{name: "offset", perm: 0444, mode: "r",
 		doc:  "Byte offset in chat just after the last prompt: tail -c +$((n+1)) chat is the latest answer.",
-		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text([]byte(itoa(d.s.Offset()) + "\n")) }},
+		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text([]byte(itoa(d.s.Offset()) + "\n")) },
+		view: func(d *sessionDir) ([]byte, bool) {
+			n, ok := d.s.PeekOffset()
+			return []byte(itoa(n) + "\n"), ok
+		}},
 	{name: "prompt.prev", perm: 0444, mode: "r",
 		doc:  "The last submitted prompt.",
-		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(d.s.PrevPromptText()) }},
+		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(d.s.PrevPromptText()) },
+		view: func(d *sessionDir) ([]byte, bool) { return d.s.PeekPrevPrompt() }},
 	{name: "spawn", perm: 0666, mode: "rw",
 		doc: "Clone file for sub-agents: a job spec as for b/new; read back the job id (b/<id>). They run under this session's sandbox policy and stop with it.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) {
@@ -110,10 +132,51 @@ var sessionTable = []fileSpec{
 			return newJobClone(func(text string) (string, error) { return d.parent.hooks.Spawn(d.s, text) }), nil
 		}},
 	{name: "tail", perm: 0555, mode: "r, exec",
-		doc: "A script: tail -f of this session's chat.",
-		open: func(d *sessionDir, _ uint8) (tree.Handle, error) {
-			return text([]byte("#!/bin/sh\n# Follow this session's chat.\nexec tail -n +1 -f \"$(dirname \"$0\")/chat\"\n"))
-		}},
+		doc:  "A script: tail -f of this session's chat.",
+		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(tailScript) },
+		view: func(d *sessionDir) ([]byte, bool) { return tailScript, true }},
+}
+
+var tailScript = []byte("#!/bin/sh\n# Follow this session's chat.\nexec tail -n +1 -f \"$(dirname \"$0\")/chat\"\n")
+
+// renderCfg shows the settings, with the model and backend in use where
+// none is set (as s/idx does): what the next request goes to.
+func (d *sessionDir) renderCfg() []byte {
+	kv := d.s.Cfg()
+	if d.parent.hooks.InUse != nil {
+		be, model := d.parent.hooks.InUse(d.s.Summary().Meta)
+		for i := range kv {
+			switch {
+			case kv[i][0] == "backend" && kv[i][1] == "":
+				kv[i][1] = be
+			case kv[i][0] == "model" && kv[i][1] == "":
+				kv[i][1] = model
+			}
+		}
+	}
+	return renderKV(kv)
+}
+
+// viewUsage renders a file of the usage for stat.
+func viewUsage(render func(session.Usage) []byte) func(d *sessionDir) ([]byte, bool) {
+	return func(d *sessionDir) ([]byte, bool) {
+		u, ok := d.s.PeekUsage()
+		return render(u), ok
+	}
+}
+
+// statDisk gives st the length and mtime of a file the session keeps on
+// disk, and a version that moves with them.
+func statDisk(path string, st *plan9.Dir) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return
+	}
+	st.Length = uint64(fi.Size())
+	x := uint64(fi.ModTime().UnixNano()) ^ uint64(fi.Size())*0x9E3779B97F4A7C15
+	st.Qid.Vers = uint32(x ^ x>>32)
+	st.Mtime = uint32(fi.ModTime().Unix())
+	st.Atime = st.Mtime
 }
 
 func (d *sessionDir) setCfg(data []byte) error {
@@ -124,7 +187,11 @@ func (d *sessionDir) setCfg(data []byte) error {
 	if err != nil {
 		return err
 	}
-	return d.s.SetCfg(kv)
+	if err := d.s.SetCfg(kv); err != nil {
+		return err
+	}
+	d.parent.renderSystemPrompt(context.Background(), d.s)
+	return nil
 }
 
 // models asks the backend with the open's context, so that a flush of
@@ -208,5 +275,3 @@ func popHandle(s *session.Session) tree.Handle {
 		return popped, nil
 	}}
 }
-
-var _ = os.ErrNotExist

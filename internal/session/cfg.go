@@ -13,11 +13,11 @@ import (
 var CfgKeys = []string{"id", "name", "state", "agent", "backend", "model", "cwd", "temperature", "max_tokens", "max_steps", "sandbox"}
 
 // Cfg returns the session's settings as key, value pairs in CfgKeys order.
+// It takes them from the summary, without the lock, so a stat can render
+// cfg for its length.
 func (s *Session) Cfg() [][2]string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m := s.meta
-	st, _ := s.sm.get()
+	sum := s.Summary()
+	m := sum.Meta
 	temp := ""
 	if m.Params.Temperature != nil {
 		temp = strconv.FormatFloat(*m.Params.Temperature, 'g', -1, 64)
@@ -29,7 +29,7 @@ func (s *Session) Cfg() [][2]string {
 		return strconv.Itoa(n)
 	}
 	return [][2]string{
-		{"id", s.id}, {"name", m.Name}, {"state", string(st)}, {"agent", m.Agent},
+		{"id", s.id}, {"name", m.Name}, {"state", string(sum.State)}, {"agent", m.Agent},
 		{"backend", m.Backend}, {"model", m.Model}, {"cwd", m.Cwd}, {"temperature", temp},
 		{"max_tokens", itoa(m.Params.MaxTokens)}, {"max_steps", itoa(m.Params.MaxSteps)}, {"sandbox", m.Sandbox},
 	}

@@ -20,6 +20,11 @@ func (s *Session) ReplyText() []byte {
 	if ok {
 		return []byte(r)
 	}
+	return s.replyFromContext()
+}
+
+// replyFromContext finds the last reply in the history, after a load.
+func (s *Session) replyFromContext() []byte {
 	m, _ := lastMessage(s.ContextPath(), "assistant")
 	if m.Text == "" {
 		return nil

@@ -132,6 +132,10 @@ func (s *Session) Usage() Usage         { s.mu.Lock(); defer s.mu.Unlock(); retu
 func (s *Session) Offset() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.offsetLocked()
+}
+
+func (s *Session) offsetLocked() int64 {
 	if s.offset < 0 {
 		s.offset = promptEnd(s.ChatPath(), s.prevPromptLocked(), s.chatSize.Load())
 	}

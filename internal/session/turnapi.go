@@ -167,8 +167,13 @@ func (t *Turn) SetReply(text string) error {
 // SetSystemPrompt records the system prompt exactly as sent. It is
 // written only when it changes, in place: it is a record for people, and
 // a rename per turn would cost an ext4 journal flush.
-func (t *Turn) SetSystemPrompt(text string) error {
-	s := t.s
+func (t *Turn) SetSystemPrompt(text string) error { return t.s.SetSystemPrompt(text) }
+
+// SetSystemPrompt records the system prompt the next turn will send,
+// rendered before it (at creation, after a change of settings), so that
+// systemprompt is true before the first turn; the turn records what it
+// sends.
+func (s *Session) SetSystemPrompt(text string) error {
 	text = s.m.o.Redact.String(text)
 	s.mu.Lock()
 	defer s.mu.Unlock()

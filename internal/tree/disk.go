@@ -38,6 +38,16 @@ type DiskPolicy struct {
 	// Synth lists synthesized files shown in the top directory (t/idx).
 	// Their names are reserved: they cannot be created or renamed onto.
 	Synth []Entry
+	// Changed, if set, is called after a change through the tree has
+	// landed on disk: a write's commit, a remove, a rename. It must not
+	// block (the writer waits for it).
+	Changed func()
+}
+
+func (p *DiskPolicy) changed() {
+	if p.Changed != nil {
+		p.Changed()
+	}
 }
 
 // ErrIncomplete is returned by a Validate function for content that is
@@ -206,6 +216,7 @@ func (d *DiskDir) Remove(ctx context.Context) error {
 	if err := d.root.Remove(d.rel); err != nil {
 		return diskErr(d.name, err)
 	}
+	d.pol.changed()
 	return nil
 }
 
@@ -239,6 +250,7 @@ func (d *DiskDir) rename(oldrel, newname string) error {
 		return diskErr(newname, err)
 	}
 	d.syncDir()
+	d.pol.changed()
 	return nil
 }
 

@@ -74,6 +74,7 @@ func (f *DiskFile) Remove(ctx context.Context) error {
 		return diskErr(f.name, err)
 	}
 	f.dir.syncDir()
+	f.dir.pol.changed()
 	return nil
 }
 

@@ -261,6 +261,7 @@ func (h *rewriteHandle) save(b []byte, low int64) error {
 	if fi, err := h.file.dir.root.Stat(h.file.rel); err == nil {
 		h.disk = fi
 	}
+	h.file.dir.pol.changed()
 	return nil
 }
 

@@ -102,7 +102,8 @@ func (d *StaticDir) Help() []HelpRow {
 	var rows []HelpRow
 	for _, e := range d.entries {
 		name := e.Name
-		if st, err := e.Node.Stat(); err == nil && st.Mode&plan9.DMDIR != 0 {
+		// By type, not by a stat: the stat of help renders help.
+		if _, ok := e.Node.(Dir); ok {
 			name += "/"
 		}
 		rows = append(rows, HelpRow{Path: name, Mode: e.Mode, Doc: e.Doc})

@@ -8,17 +8,26 @@ import (
 	"ollie.dev/ollie/internal/errs"
 )
 
+// Synthesized marks, in a stat's mode (DMTMP: not backed up), a file
+// whose content is made when it is opened rather than stored. Its length is that of a read at the moment of the stat, but the
+// next open may read another: clients must not cache its content or trust
+// its length to bound a read (the FUSE bridge opens it with direct I/O).
+const Synthesized = plan9.DMTMP
+
 // Synth is a synthetic file: its content is made by the handler given at
 // construction, not stored. The typed constructors below cover the usual
 // shapes (snapshot text, ctl, read-write); anything else supplies Opener.
+// One with a Length carries Synthesized in its stat.
 type Synth struct {
 	fs   *FS
 	name string
 	perm plan9.Perm
 	path uint64
 	Vers Version // bump when the content changes
-	// Length, if set, reports a size for stat; it must be cheap. Synthetic
-	// files report 0 otherwise, as on Plan 9: read them to the end.
+	// Length reports the size for stat: what a read at that moment would
+	// return in all (NAMESPACE rule 9). It must be cheap, at once (see
+	// atonce.go) and free of side effects. Text sets it; a file without
+	// one (a clone file, one that blocks or asks the network) reports 0.
 	Length func() int64
 	open   Opener
 }
@@ -32,7 +41,9 @@ func (fs *FS) NewSynth(name string, perm plan9.Perm, open Opener) *Synth {
 }
 
 // Text is a read-only file whose content is rendered at open and served
-// from that snapshot, so a read in several pieces sees one version.
+// from that snapshot, so a read in several pieces sees one version. A
+// stat renders it too, for its length, so render must be cheap and at
+// once: no lock another request may hold, no network, no fsync.
 func (fs *FS) Text(name string, render func() ([]byte, error)) *Synth {
 	s := fs.NewSynth(name, 0444, func(ctx context.Context, mode uint8) (Handle, error) {
 		b, err := render()
@@ -41,6 +52,13 @@ func (fs *FS) Text(name string, render func() ([]byte, error)) *Synth {
 		}
 		return &Snapshot{Data: b}, nil
 	})
+	s.Length = func() int64 {
+		b, err := render()
+		if err != nil {
+			return 0
+		}
+		return int64(len(b))
+	}
 	return s
 }
 
@@ -83,6 +101,7 @@ func (s *Synth) Stat() (plan9.Dir, error) {
 	}
 	if s.Length != nil {
 		d.Length = uint64(s.Length())
+		d.Mode |= Synthesized
 	}
 	return d, nil
 }

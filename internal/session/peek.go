@@ -1,0 +1,57 @@
+package session
+
+import "path/filepath"
+
+// The tree stats a session's files in the 9P reader, which must wait for
+// no lock another request may hold: a Submit holds the session's lock
+// across the fsync of a prompt. So the values a stat needs for a true
+// length (NAMESPACE rule 9) come from the Peek methods, which take the
+// lock only if it is free at once and report false if it was not (the
+// caller then shows what it knew last).
+
+// PeekUsage returns the usage, as Usage does.
+func (s *Session) PeekUsage() (Usage, bool) {
+	if !s.mu.TryLock() {
+		return Usage{}, false
+	}
+	defer s.mu.Unlock()
+	return s.usage, true
+}
+
+// PeekReply returns the last reply, as ReplyText does.
+func (s *Session) PeekReply() ([]byte, bool) {
+	if !s.mu.TryLock() {
+		return nil, false
+	}
+	r, ok := s.reply, s.replySet
+	s.mu.Unlock()
+	if ok {
+		return []byte(r), true
+	}
+	return s.replyFromContext(), true
+}
+
+// PeekPrevPrompt returns the last prompt, as PrevPromptText does.
+func (s *Session) PeekPrevPrompt() ([]byte, bool) {
+	if !s.mu.TryLock() {
+		return nil, false
+	}
+	defer s.mu.Unlock()
+	return s.prevPromptLocked(), true
+}
+
+// PeekOffset returns the offset, as Offset does.
+func (s *Session) PeekOffset() (int64, bool) {
+	if !s.mu.TryLock() {
+		return 0, false
+	}
+	defer s.mu.Unlock()
+	return s.offsetLocked(), true
+}
+
+// QueuePath is the queue on disk: the prompts of queue, one JSON string a
+// line, replaced whole at each change, so its stat is queue's length.
+func (s *Session) QueuePath() string { return filepath.Join(s.dir, "queue.jsonl") }
+
+// SystemPromptPath is the system prompt on disk (SystemPrompt reads it).
+func (s *Session) SystemPromptPath() string { return filepath.Join(s.dir, "systemprompt") }
