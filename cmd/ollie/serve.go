@@ -12,6 +12,7 @@ import (
 	"ollie.dev/ollie/internal/daemon"
 	"ollie.dev/ollie/internal/ninep"
 	"ollie.dev/ollie/internal/redact"
+	"ollie.dev/ollie/internal/sandbox"
 )
 
 // serverFlags are the flags serve and start share; they override the
@@ -127,6 +128,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		d.BeforeClose(stop)
 		logger.Printf("mounted on %s", mnt)
 	}
+	sandbox.Warm(env.Argv0)
 	trimExecutable()
 	err = d.Run(ctx)
 	logger.Printf("stopped")

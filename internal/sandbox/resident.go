@@ -382,3 +382,18 @@ func orDevNull(f *os.File) *os.File {
 	f, _ = os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	return f
 }
+
+// Warm starts, in the background, what the first sandboxed program of
+// the daemon would otherwise wait for: the probe of the kernel's Landlock
+// ABI, the stages' cgroups and the resident helper of executable helper.
+// The daemon calls it once it serves; a helper that fails to start here
+// fails as it would at first use.
+func Warm(helper string) {
+	go func() {
+		if ABI() <= 0 {
+			return
+		}
+		stageCgroups()
+		residentFor(helper)
+	}()
+}
