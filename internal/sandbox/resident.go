@@ -182,12 +182,21 @@ func (r *resident) kill() { r.cmd.Process.Kill() }
 
 // startResident starts c through the resident helper, or returns
 // errFallback having started nothing.
+//
+// A helper found dead at the request (killed, or crashed, before its
+// watcher saw it go) is replaced at once, and the program goes through
+// the new one.
 func startResident(c Cmd, s spec, ruleset *os.File) (*Proc, error) {
-	r, err := residentFor(c.Helper)
-	if err != nil {
-		return nil, errFallback
+	for try := 0; ; try++ {
+		r, err := residentFor(c.Helper)
+		if err != nil {
+			return nil, errFallback
+		}
+		p, err := r.start(c, s, ruleset)
+		if err != errFallback || try > 0 || !r.isGone() {
+			return p, err
+		}
 	}
-	return r.start(c, s, ruleset)
 }
 
 func (r *resident) start(c Cmd, s spec, ruleset *os.File) (*Proc, error) {
@@ -233,6 +242,13 @@ func (r *resident) start(c Cmd, s spec, ruleset *os.File) (*Proc, error) {
 	unix.Close(theirs)
 	in.sent()
 	if err != nil {
+		// A helper that cannot take a request is of no further use:
+		// killed, it is seen gone (and replaced) before this returns.
+		r.kill()
+		select {
+		case <-r.gone:
+		case <-time.After(replyWait):
+		}
 		cg.remove()
 		in.abort()
 		return nil, errFallback
