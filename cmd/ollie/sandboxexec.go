@@ -31,6 +31,9 @@ func init() {
 // signal handling neither form of it has any use for.
 func init() {
 	if len(os.Args) > 1 && os.Args[1] == sandbox.HelperCommand {
+		if len(os.Args) > 2 && os.Args[2] == "-serve" {
+			trimExecutable() // it lives as long as the daemon
+		}
 		os.Exit(sandbox.HelperMain(os.Args[2:]))
 	}
 }

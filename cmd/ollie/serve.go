@@ -12,6 +12,7 @@ import (
 	"ollie.dev/ollie/internal/daemon"
 	"ollie.dev/ollie/internal/ninep"
 	"ollie.dev/ollie/internal/redact"
+	"ollie.dev/ollie/internal/sandbox"
 )
 
 // serverFlags are the flags serve and start share; they override the
@@ -51,18 +52,25 @@ func absPath(p string) string {
 
 var serveFlags serverFlags
 
+// serveProfiles are serve's opt-in profiles, written to files the user
+// names: nothing listens, so no stage can reach them.
+var serveProfiles struct{ cpu, mem string }
+
 func init() {
 	register(&command{
 		name:  "serve",
-		args:  "[-socket PATH] [-listen ADDR] [-mount DIR]",
+		args:  "[-socket PATH] [-listen ADDR] [-mount DIR] [-cpuprofile FILE] [-memprofile FILE]",
 		short: "run the daemon in the foreground",
 		long: `Serve the ollie tree over 9P on a unix socket (mode 0600 in a 0700
 directory) until interrupted. With -listen (or listen in ollie.json), also
 on TCP, always inside TLS and only to clients that present the daemon's
 token (docs/remote.md). With -mount, also mount the tree at DIR through
-FUSE in the same process; it is unmounted on exit.`,
+FUSE in the same process; it is unmounted on exit. -cpuprofile and
+-memprofile write pprof profiles of the daemon to files, for docs/bench.md.`,
 		flags: func(fs *flag.FlagSet) {
 			serveFlags.declare(fs, "also mount the tree at `DIR` through FUSE")
+			fs.StringVar(&serveProfiles.cpu, "cpuprofile", "", "write a CPU profile of the daemon to `FILE` until it stops")
+			fs.StringVar(&serveProfiles.mem, "memprofile", "", "write the daemon's heap profile (allocations included) to `FILE` when it stops")
 		},
 		run: runServe,
 	})
@@ -75,6 +83,11 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	if err := serveFlags.apply(env.Config); err != nil {
 		return err
 	}
+	stopProfiles, err := startProfiles(serveProfiles.cpu, serveProfiles.mem)
+	if err != nil {
+		return err
+	}
+	defer stopProfiles()
 	// One redactor, from the configuration, for everything the daemon
 	// writes: its log, the backends' errors, the tree.
 	var extra []string
@@ -115,6 +128,8 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		d.BeforeClose(stop)
 		logger.Printf("mounted on %s", mnt)
 	}
+	sandbox.Warm(env.Argv0)
+	trimExecutable()
 	err = d.Run(ctx)
 	logger.Printf("stopped")
 	return err

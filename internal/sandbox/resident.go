@@ -182,12 +182,21 @@ func (r *resident) kill() { r.cmd.Process.Kill() }
 
 // startResident starts c through the resident helper, or returns
 // errFallback having started nothing.
+//
+// A helper found dead at the request (killed, or crashed, before its
+// watcher saw it go) is replaced at once, and the program goes through
+// the new one.
 func startResident(c Cmd, s spec, ruleset *os.File) (*Proc, error) {
-	r, err := residentFor(c.Helper)
-	if err != nil {
-		return nil, errFallback
+	for try := 0; ; try++ {
+		r, err := residentFor(c.Helper)
+		if err != nil {
+			return nil, errFallback
+		}
+		p, err := r.start(c, s, ruleset)
+		if err != errFallback || try > 0 || !r.isGone() {
+			return p, err
+		}
 	}
-	return r.start(c, s, ruleset)
 }
 
 func (r *resident) start(c Cmd, s spec, ruleset *os.File) (*Proc, error) {
@@ -233,6 +242,13 @@ func (r *resident) start(c Cmd, s spec, ruleset *os.File) (*Proc, error) {
 	unix.Close(theirs)
 	in.sent()
 	if err != nil {
+		// A helper that cannot take a request is of no further use:
+		// killed, it is seen gone (and replaced) before this returns.
+		r.kill()
+		select {
+		case <-r.gone:
+		case <-time.After(replyWait):
+		}
 		cg.remove()
 		in.abort()
 		return nil, errFallback
@@ -381,4 +397,19 @@ func orDevNull(f *os.File) *os.File {
 	}
 	f, _ = os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	return f
+}
+
+// Warm starts, in the background, what the first sandboxed program of
+// the daemon would otherwise wait for: the probe of the kernel's Landlock
+// ABI, the stages' cgroups and the resident helper of executable helper.
+// The daemon calls it once it serves; a helper that fails to start here
+// fails as it would at first use.
+func Warm(helper string) {
+	go func() {
+		if ABI() <= 0 {
+			return
+		}
+		stageCgroups()
+		residentFor(helper)
+	}()
 }

@@ -111,11 +111,14 @@ func (p *Policy) Prepare(allowUnsandboxed bool) (*Prepared, error) {
 		fd    int
 		flags uint32
 	}
-	b, err := retry1(func() (built, error) {
-		fd, flags, err := landlockConfig(lp).NewRulesetFD(lp.rules()...)
-		return built{fd, flags}, err
+	c := landlockConfig(lp)
+	fd, flags, err := reuseRuleset(c, lp, func() (int, uint32, error) {
+		b, err := retry1(func() (built, error) {
+			fd, flags, err := c.NewRulesetFD(lp.rules()...)
+			return built{fd, flags}, err
+		})
+		return b.fd, b.flags, err
 	})
-	fd, flags := b.fd, b.flags
 	if err != nil {
 		return nil, errs.E(errs.Other, "sandbox: landlock ruleset", err)
 	}

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"os"
 	"path/filepath"
 
 	"ollie.dev/ollie/internal/errs"
@@ -20,34 +21,84 @@ func CheckSessionDir(dir, home string, private []string) error {
 	if !filepath.IsAbs(dir) {
 		return errs.E(errs.Invalid, "cwd "+dir+" is not an absolute path")
 	}
-	real, err := filepath.EvalSymlinks(dir)
-	if err != nil {
+	rs := resolver{}
+	real, ok := rs.resolve(filepath.Clean(dir))
+	if !ok {
 		return errs.E(errs.Invalid, "cwd "+dir+" does not exist")
 	}
 	if real == "/" {
 		return errs.E(errs.Permission, "cwd / would give the session's code the whole system; use a project directory")
 	}
-	if home != "" && real == resolve(home) {
+	if home != "" && real == rs.path(home) {
 		return errs.E(errs.Permission, "cwd "+real+" is your home directory, which holds your keys; use a project directory inside it")
 	}
 	for _, p := range private {
 		if p == "" {
 			continue
 		}
-		if rp := resolve(p); within(real, rp) || within(rp, real) {
+		if rp := rs.path(p); within(real, rp) || within(rp, real) {
 			return errs.E(errs.Permission, "cwd "+real+" overlaps ollie's own "+rp+"; sessions may not work in ollie's configuration, data or runtime directories")
 		}
 	}
 	for _, s := range secretPaths(home) {
-		rs := resolve(s)
-		if within(real, rs) {
-			return errs.E(errs.Permission, "cwd "+real+" is inside protected "+rs)
+		sp := rs.path(s)
+		if within(real, sp) {
+			return errs.E(errs.Permission, "cwd "+real+" is inside protected "+sp)
 		}
-		if within(rs, real) {
-			return errs.E(errs.Permission, "cwd "+real+" contains protected "+rs+"; use a project directory")
+		if within(sp, real) {
+			return errs.E(errs.Permission, "cwd "+real+" contains protected "+sp+"; use a project directory")
 		}
 	}
 	return nil
+}
+
+// A resolver is resolve for the many paths of one check, which share
+// their leading directories (the home, ~/.config, /etc): each directory is
+// looked at once per check, not once per path under it. It lives for one
+// call, so a link made after it still counts at the next.
+type resolver map[string]resolved
+
+type resolved struct {
+	path string
+	ok   bool // the path exists; else path is the cleaned input
+}
+
+// path is resolve(p).
+func (r resolver) path(p string) string {
+	if !filepath.IsAbs(p) {
+		return resolve(p)
+	}
+	q, _ := r.resolve(filepath.Clean(p))
+	return q
+}
+
+// resolve returns what filepath.EvalSymlinks returns for the clean
+// absolute path p and whether it succeeded (p itself if it did not): the
+// real path of p's directory, joined with p's last element, and followed
+// if that is a link.
+func (r resolver) resolve(p string) (string, bool) {
+	if p == "/" {
+		return p, true
+	}
+	if v, ok := r[p]; ok {
+		return v.path, v.ok
+	}
+	v := resolved{path: p}
+	if dir, ok := r.resolve(filepath.Dir(p)); ok {
+		q := filepath.Join(dir, filepath.Base(p))
+		if fi, err := os.Lstat(q); err == nil {
+			v = resolved{path: q, ok: true}
+			if fi.Mode()&os.ModeSymlink != 0 {
+				if t, err := filepath.EvalSymlinks(q); err == nil {
+					v.path = t
+				} else {
+					v = resolved{path: p}
+				}
+			}
+		}
+	}
+	r[p] = v
+	return v.path, v.ok
 }
 
 // Within reports whether path is dir or beneath it, after resolving links.
