@@ -1,0 +1,239 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Options of a Run.
+type Options struct {
+	Exe    string   // the ollie binary: daemon, model, mount, echo floor
+	Env    []string // added to the environment of every process started
+	N      int      // runs of each small operation (9P, FUSE, creation)
+	Turns  int      // timed turns of each kind
+	Rounds int      // fresh daemons started, ingests streamed, per kind
+	Big    bool     // also 10,000 idle sessions and a restart with them
+	MCP    bool     // also the MCP group (needs node and server-everything)
+	// Small shrinks the session counts of the load and scale rows (to
+	// 20 × 3, 50 × 1, and 10 and 30 idle sessions): a smoke test.
+	Small bool
+	Only  []string // groups to run; nil for all
+	Ref   string   // the reference daemon's binary (olliesrv); "" for none
+	Log   io.Writer
+}
+
+// Groups are the sections of a run, in order; Options.Only selects some.
+var Groups = []string{"9p", "fuse", "session", "turn", "fresh", "ingest", "load", "scale"}
+
+// A Row is one line of the table.
+type Row struct {
+	Key   string // what other rows and docs call it
+	What  string
+	Val   Value
+	Note  string // p99, wall time, CPU, ...
+	Floor string // the key of the row it is compared with; "" for none
+	Ref   *Value // the reference daemon's value of the same measure
+}
+
+// Value kinds.
+const (
+	Time  = iota // seconds
+	Bytes        // bytes
+	Rate         // bytes per second: higher is better
+)
+
+// A Value is a measure of some kind.
+type Value struct {
+	X    float64
+	Kind int
+}
+
+func dur(d time.Duration) Value { return Value{d.Seconds(), Time} }
+func bytesV(n int64) Value      { return Value{float64(n), Bytes} }
+
+func (v Value) String() string {
+	switch v.Kind {
+	case Bytes:
+		if v.X >= 10<<20 || v.X <= -10<<20 {
+			return fmt.Sprintf("%.1f MB", v.X/(1<<20))
+		}
+		return fmt.Sprintf("%.1f KB", v.X/(1<<10))
+	case Rate:
+		return fmt.Sprintf("%.2f MB/s", v.X/(1<<20))
+	}
+	switch s := v.X; {
+	case s < 1e-3:
+		return fmt.Sprintf("%.1f µs", s*1e6)
+	case s < 1:
+		return fmt.Sprintf("%.2f ms", s*1e3)
+	default:
+		return fmt.Sprintf("%.2f s", s)
+	}
+}
+
+// Cost is v over w as a cost: for a rate, w over v. Above 1 is worse.
+func (v Value) Cost(w Value) float64 {
+	if v.X == 0 || w.X == 0 {
+		return 0
+	}
+	if v.Kind == Rate {
+		return w.X / v.X
+	}
+	return v.X / w.X
+}
+
+// A run is the state one Run shares between its groups.
+type run struct {
+	ctx    context.Context
+	o      Options
+	dir    string
+	models *Models
+	main   *Daemon // the daemon the 9P, FUSE, session, turn, ingest and load rows use
+	echo   *Echo
+	rows   []Row
+	undo   []func()
+	fresh  int // homes made by freshDaemon
+}
+
+// Run measures, and writes the table to w as Markdown.
+func Run(ctx context.Context, o Options, w io.Writer) error {
+	o.N, o.Turns, o.Rounds = max(o.N, 1), max(o.Turns, 1), max(o.Rounds, 1)
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	for _, g := range o.Only {
+		if !slices.Contains(Groups, g) {
+			return fmt.Errorf("unknown group %q (have %s)", g, strings.Join(Groups, ","))
+		}
+	}
+	// Under /tmp, not $TMPDIR, so the socket paths stay short.
+	dir, err := os.MkdirTemp("/tmp", "ollie-bench")
+	if err != nil {
+		return err
+	}
+	r := &run{ctx: ctx, o: o, dir: dir}
+	defer func() {
+		for i := len(r.undo) - 1; i >= 0; i-- {
+			r.undo[i]()
+		}
+		os.RemoveAll(dir)
+	}()
+	if err := r.setup(); err != nil {
+		return err
+	}
+	for _, g := range Groups {
+		if o.Only != nil && !slices.Contains(o.Only, g) {
+			continue
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		fmt.Fprintf(o.Log, "ollie bench: %s\n", g)
+		start := time.Now()
+		if err := groupFuncs[g](r); err != nil {
+			return fmt.Errorf("%s: %w", g, err)
+		}
+		fmt.Fprintf(o.Log, "ollie bench: %s done in %v\n", g, time.Since(start).Round(time.Millisecond))
+	}
+	if o.Ref != "" {
+		fmt.Fprintf(o.Log, "ollie bench: reference %s\n", o.Ref)
+		if err := r.reference(); err != nil {
+			return fmt.Errorf("reference: %w", err)
+		}
+	}
+	r.print(w)
+	return nil
+}
+
+var groupFuncs = map[string]func(*run) error{
+	"9p": (*run).group9P, "fuse": (*run).groupFUSE, "session": (*run).groupSession, "turn": (*run).groupTurn,
+	"fresh": (*run).groupFresh, "ingest": (*run).groupIngest, "load": (*run).groupLoad, "scale": (*run).groupScale,
+}
+
+func (r *run) onClose(f func()) { r.undo = append(r.undo, f) }
+
+func (r *run) add(rows ...Row) { r.rows = append(r.rows, rows...) }
+
+func (r *run) row(key string) (Row, bool) {
+	i := slices.IndexFunc(r.rows, func(x Row) bool { return x.Key == key })
+	if i < 0 {
+		return Row{}, false
+	}
+	return r.rows[i], true
+}
+
+// setup starts the scripted models, the echo floor and the main daemon.
+func (r *run) setup() error {
+	var err error
+	if r.models, err = startModels(r.o.Exe, r.dir, r.o.Env); err != nil {
+		return err
+	}
+	r.onClose(r.models.Close)
+	sock := filepath.Join(r.dir, "echo.sock")
+	p, err := startProc("echo", r.dir, r.o.Env, r.o.Exe, "benchecho", sock)
+	if err != nil {
+		return err
+	}
+	r.onClose(func() { p.Stop(time.Second) })
+	if err := p.waitSocket(sock, startTimeout); err != nil {
+		return err
+	}
+	if r.echo, err = DialEcho(sock); err != nil {
+		return err
+	}
+	r.onClose(func() { r.echo.Close() })
+	if r.main, err = r.daemon("main"); err != nil {
+		return err
+	}
+	return r.main.Start(r.ctx)
+}
+
+// daemon lays out a daemon in a directory of its own, to be stopped at
+// the end of the run.
+func (r *run) daemon(name string) (*Daemon, error) {
+	dir := filepath.Join(r.dir, name)
+	if err := os.Mkdir(dir, 0700); err != nil {
+		return nil, err
+	}
+	d, err := newDaemon(r.o.Exe, dir, r.o.Env, r.models)
+	if err != nil {
+		return nil, err
+	}
+	r.onClose(func() { d.Stop() })
+	return d, nil
+}
+
+// print writes the header and the table.
+func (r *run) print(w io.Writer) {
+	host, _ := os.Hostname()
+	fmt.Fprintf(w, "ollie bench on %s: %s/%s, %d CPUs, %s, %s; -n %d -turns %d -rounds %d",
+		host, runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), time.Now().UTC().Format("2006-01-02 15:04 MST"),
+		r.o.N, r.o.Turns, r.o.Rounds)
+	if r.o.Big {
+		fmt.Fprint(w, " -big")
+	}
+	if r.o.Ref != "" {
+		fmt.Fprintf(w, " -ref %s", r.o.Ref)
+	}
+	fmt.Fprint(w, "\n\n| row | ollie | floor | ratio to floor | reference | ollie / reference | note |\n|---|---|---|---|---|---|---|\n")
+	for _, x := range r.rows {
+		floor, ratio := "", ""
+		if f, ok := r.row(x.Floor); ok && x.Floor != "" {
+			floor = fmt.Sprintf("%s (`%s`)", f.Val, f.Key)
+			ratio = fmt.Sprintf("%.2f", x.Val.Cost(f.Val))
+		}
+		ref, refRatio := "", ""
+		if x.Ref != nil {
+			ref = x.Ref.String()
+			refRatio = fmt.Sprintf("%.2f", x.Val.Cost(*x.Ref))
+		}
+		fmt.Fprintf(w, "| `%s` %s | %s | %s | %s | %s | %s | %s |\n", x.Key, x.What, x.Val, floor, ratio, ref, refRatio, x.Note)
+	}
+}
