@@ -32,7 +32,7 @@ with (socket round trips to an echo process, fork/exec of /bin/true, a
 write+fsync, a cat of a file on disk), measured in the same run, and the
 ratio to it. Memory is the PSS and RSS of the daemon and its helper
 processes. A default run takes a few minutes; -big adds the 10,000
-session rows. Groups: ` + strings.Join(bench.Groups, ", ") + `, and mcp with -mcp.
+session rows. Groups: ` + strings.Join(bench.Groups, ", ") + ` (mcp only with -mcp or -only).
 With -ref, the same client and models also measure the reference daemon
 (olliesrv, built outside this repository). See docs/bench.md.`,
 		flags: func(fs *flag.FlagSet) {

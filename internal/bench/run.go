@@ -30,7 +30,8 @@ type Options struct {
 }
 
 // Groups are the sections of a run, in order; Options.Only selects some.
-var Groups = []string{"9p", "fuse", "session", "turn", "fresh", "ingest", "load", "scale"}
+// The last, mcp, runs only when named or with Options.MCP.
+var Groups = []string{"9p", "fuse", "session", "turn", "fresh", "ingest", "load", "scale", "mcp"}
 
 // A Row is one line of the table.
 type Row struct {
@@ -47,6 +48,7 @@ const (
 	Time  = iota // seconds
 	Bytes        // bytes
 	Rate         // bytes per second: higher is better
+	Count        // tokens
 )
 
 // A Value is a measure of some kind.
@@ -67,6 +69,8 @@ func (v Value) String() string {
 		return fmt.Sprintf("%.1f KB", v.X/(1<<10))
 	case Rate:
 		return fmt.Sprintf("%.2f MB/s", v.X/(1<<20))
+	case Count:
+		return fmt.Sprintf("%.0f", v.X)
 	}
 	switch s := v.X; {
 	case s < 1e-3:
@@ -129,7 +133,7 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 		return err
 	}
 	for _, g := range Groups {
-		if o.Only != nil && !slices.Contains(o.Only, g) {
+		if o.Only != nil && !slices.Contains(o.Only, g) || o.Only == nil && g == "mcp" && !o.MCP {
 			continue
 		}
 		if ctx.Err() != nil {
@@ -155,6 +159,7 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 var groupFuncs = map[string]func(*run) error{
 	"9p": (*run).group9P, "fuse": (*run).groupFUSE, "session": (*run).groupSession, "turn": (*run).groupTurn,
 	"fresh": (*run).groupFresh, "ingest": (*run).groupIngest, "load": (*run).groupLoad, "scale": (*run).groupScale,
+	"mcp": (*run).groupMCP,
 }
 
 func (r *run) onClose(f func()) { r.undo = append(r.undo, f) }
