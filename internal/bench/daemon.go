@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -31,6 +32,8 @@ type Daemon struct {
 	Fsys       *client.Fsys
 	cwd        string
 	seq        *atomic.Int64 // for session names, unique in the home
+	ref        bool          // the reference daemon (ref.go)
+	quiet      bool          // its stdout to /dev/null
 }
 
 // benchFile is the small file the 9P and FUSE rows read, in m/ of the
@@ -59,13 +62,13 @@ const (
 func instantScript() *llmtest.Script {
 	nine := make([]map[string]string, 9)
 	for i := range nine {
-		nine[i] = map[string]string{"language": "sh", "code": "cat"}
+		nine[i] = map[string]string{"language": "bash", "code": "true"}
 	}
-	nine[0]["code"] = "echo hi"
+	nine[8]["code"] = "echo hi"
 	args, _ := json.Marshal(map[string]any{"steps": nine})
 	return &llmtest.Script{Instant: true, NoRecord: true,
 		Rules: []llmtest.Rule{
-			{If: "^" + promptOne, Then: llmtest.Turn{Calls: []llmtest.Call{llmtest.ExecuteCode("sh", "echo hi")}}},
+			{If: "^" + promptOne, Then: llmtest.Turn{Calls: []llmtest.Call{llmtest.ExecuteCode("bash", "echo hi")}}},
 			{If: "^" + promptNine, Then: llmtest.Turn{Calls: []llmtest.Call{{Name: "execute_code", Args: args}}}},
 		},
 		Default: &llmtest.Turn{Text: "done"},
@@ -157,7 +160,7 @@ func newDaemon(exe, dir string, env []string, m *Models) (*Daemon, error) {
 	d := &Daemon{home: home, sock: filepath.Join(dir, "run", "ollie.sock"), cwd: filepath.Join(dir, "cwd"), seq: new(atomic.Int64)}
 	cfg := map[string]any{"backends": []map[string]string{
 		{"name": "instant", "kind": "ollama", "base_url": m.InstantURL},
-		{"name": "stream", "kind": "ollama", "base_url": "http://" + m.Proxy.Addr()},
+		{"name": "stream", "kind": "openai", "base_url": "http://" + m.Proxy.Addr() + "/v1"},
 	}}
 	b, _ := json.Marshal(cfg)
 	data := filepath.Join(home, ".local", "share", "ollie")
@@ -185,7 +188,7 @@ func newDaemon(exe, dir string, env []string, m *Models) (*Daemon, error) {
 // Start starts the daemon's process and returns once it serves 9P on its
 // socket, with a client attached.
 func (d *Daemon) Start(ctx context.Context) error {
-	p, err := startProc("daemon", filepath.Dir(d.home), d.env, d.argv...)
+	p, err := startProcOut("daemon", filepath.Dir(d.home), d.env, d.quiet, d.argv...)
 	if err != nil {
 		return err
 	}
@@ -218,6 +221,9 @@ func (d *Daemon) Stop() error {
 func (d *Daemon) NewSession(ctx context.Context, backend string) (string, error) {
 	id := fmt.Sprintf("b%d", d.seq.Add(1))
 	line := "cwd=" + d.cwd + " name=" + id
+	if d.ref && backend == "stream" {
+		backend = "openai" // the reference names backends by their kind
+	}
 	if backend != "" {
 		line += " backend=" + backend
 	}
@@ -250,7 +256,14 @@ func (d *Daemon) Clone(ctx context.Context) (string, error) {
 // Turn submits prompt to session id, waits until it is idle and reads the
 // reply: echo prompt > prompt; cat wait; cat reply.
 func (d *Daemon) Turn(ctx context.Context, id, prompt string) error {
-	return turn(ctx, d.Fsys, id, prompt)
+	return d.turn(ctx, d.Fsys, id, prompt)
+}
+
+func (d *Daemon) turn(ctx context.Context, fsys *client.Fsys, id, prompt string) error {
+	if d.ref {
+		return refTurn(ctx, fsys, id, prompt)
+	}
+	return turn(ctx, fsys, id, prompt)
 }
 
 // Dial makes another client connection to the daemon.
@@ -274,4 +287,18 @@ func turn(ctx context.Context, fsys *client.Fsys, id, prompt string) error {
 		err = fmt.Errorf("turn of %s: empty reply", id)
 	}
 	return err
+}
+
+// ranTool checks that the last turn of session id ran its execute_code:
+// the chat after the last prompt has the stage's output, "hi".
+func (d *Daemon) ranTool(ctx context.Context, id string) error {
+	chat, err := d.Fsys.ReadFile(ctx, "s/"+id+"/chat")
+	if err != nil {
+		return err
+	}
+	last := chat[max(0, bytes.LastIndex(chat, []byte("user: "))):]
+	if !bytes.Contains(last, []byte("\nhi\n")) {
+		return fmt.Errorf("session %s: execute_code did not run:\n%s", id, last)
+	}
+	return nil
 }

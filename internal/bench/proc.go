@@ -33,6 +33,11 @@ type Proc struct {
 // startProc starts argv with env added to this process's environment,
 // its output going to logDir/name.log.
 func startProc(name, logDir string, env []string, argv ...string) (*Proc, error) {
+	return startProcOut(name, logDir, env, false, argv...)
+}
+
+// startProcOut is startProc, with stdout to /dev/null if quiet.
+func startProcOut(name, logDir string, env []string, quiet bool, argv ...string) (*Proc, error) {
 	p := &Proc{Name: name, log: filepath.Join(logDir, name+".log"), done: make(chan struct{})}
 	f, err := os.Create(p.log)
 	if err != nil {
@@ -42,6 +47,9 @@ func startProc(name, logDir string, env []string, argv ...string) (*Proc, error)
 	p.cmd = exec.Command(argv[0], argv[1:]...)
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stdout, p.cmd.Stderr = f, f
+	if quiet {
+		p.cmd.Stdout = nil // /dev/null
+	}
 	// A process group of its own: a ^C of the bench reaches the bench,
 	// which stops its processes in order (the mount before the daemon).
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

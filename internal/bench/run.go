@@ -40,7 +40,6 @@ type Row struct {
 	Val   Value
 	Note  string // p99, wall time, CPU, ...
 	Floor string // the key of the row it is compared with; "" for none
-	Ref   *Value // the reference daemon's value of the same measure
 }
 
 // Value kinds.
@@ -104,6 +103,18 @@ type run struct {
 	rows   []Row
 	undo   []func()
 	fresh  int // homes made by freshDaemon
+	// daemonExe is the copy of Options.Exe the daemons run.
+	daemonExe string
+
+	// With Options.Ref, each group runs again against the reference
+	// right after ollie's (isRef set, main the reference's), its rows in
+	// refRows.
+	isRef      bool
+	refBin     string
+	ollieMain  *Daemon
+	refMain    *Daemon
+	refRows    []Row
+	refSkipped []string
 }
 
 // Run measures, and writes the table to w as Markdown.
@@ -132,6 +143,12 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 	if err := r.setup(); err != nil {
 		return err
 	}
+	r.ollieMain = r.main
+	if o.Ref != "" {
+		if err := r.startRef(); err != nil {
+			return fmt.Errorf("reference: %w", err)
+		}
+	}
 	for _, g := range Groups {
 		if o.Only != nil && !slices.Contains(o.Only, g) || o.Only == nil && g == "mcp" && !o.MCP {
 			continue
@@ -145,12 +162,21 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 			return fmt.Errorf("%s: %w", g, err)
 		}
 		fmt.Fprintf(o.Log, "ollie bench: %s done in %v\n", g, time.Since(start).Round(time.Millisecond))
-	}
-	if o.Ref != "" {
-		fmt.Fprintf(o.Log, "ollie bench: reference %s\n", o.Ref)
-		if err := r.reference(); err != nil {
-			return fmt.Errorf("reference: %w", err)
+		if o.Ref == "" || !slices.Contains(refGroups, g) {
+			continue
 		}
+		start = time.Now()
+		r.isRef, r.main = true, r.refMain
+		err := groupFuncs[g](r)
+		r.isRef, r.main = false, r.ollieMain
+		if err != nil {
+			// The reference is not ours to fix: its failures leave its
+			// column empty and are reported, the run goes on.
+			fmt.Fprintf(o.Log, "ollie bench: %s, reference: %v\n", g, err)
+			r.refSkipped = append(r.refSkipped, fmt.Sprintf("%s (%v)", g, firstLine(err.Error())))
+			continue
+		}
+		fmt.Fprintf(o.Log, "ollie bench: %s, reference, done in %v\n", g, time.Since(start).Round(time.Millisecond))
 	}
 	r.print(w)
 	return nil
@@ -164,7 +190,15 @@ var groupFuncs = map[string]func(*run) error{
 
 func (r *run) onClose(f func()) { r.undo = append(r.undo, f) }
 
-func (r *run) add(rows ...Row) { r.rows = append(r.rows, rows...) }
+func (r *run) add(rows ...Row) {
+	if r.isRef {
+		r.refRows = append(r.refRows, rows...)
+		return
+	}
+	r.rows = append(r.rows, rows...)
+}
+
+func firstLine(s string) string { l, _, _ := strings.Cut(s, "\n"); return l }
 
 func (r *run) row(key string) (Row, bool) {
 	i := slices.IndexFunc(r.rows, func(x Row) bool { return x.Key == key })
@@ -176,6 +210,13 @@ func (r *run) row(key string) (Row, bool) {
 
 // setup starts the scripted models, the echo floor and the main daemon.
 func (r *run) setup() error {
+	// The daemons run a copy of the binary: the pages of the model, mount
+	// and echo processes' binary are then not shared with theirs, and do
+	// not lower the daemon's PSS.
+	r.daemonExe = filepath.Join(r.dir, "ollie-daemon")
+	if err := copyFile(r.o.Exe, r.daemonExe); err != nil {
+		return err
+	}
 	var err error
 	if r.models, err = startModels(r.o.Exe, r.dir, r.o.Env); err != nil {
 		return err
@@ -204,10 +245,15 @@ func (r *run) setup() error {
 // the end of the run.
 func (r *run) daemon(name string) (*Daemon, error) {
 	dir := filepath.Join(r.dir, name)
+	newD := newDaemon
+	if r.isRef {
+		dir = filepath.Join(r.dir, "ref-"+name)
+		newD = func(_, dir string, env []string, m *Models) (*Daemon, error) { return newRefDaemon(r.refBin, dir, env, m) }
+	}
 	if err := os.Mkdir(dir, 0700); err != nil {
 		return nil, err
 	}
-	d, err := newDaemon(r.o.Exe, dir, r.o.Env, r.models)
+	d, err := newD(r.daemonExe, dir, r.o.Env, r.models)
 	if err != nil {
 		return nil, err
 	}
@@ -235,10 +281,30 @@ func (r *run) print(w io.Writer) {
 			ratio = fmt.Sprintf("%.2f", x.Val.Cost(f.Val))
 		}
 		ref, refRatio := "", ""
-		if x.Ref != nil {
-			ref = x.Ref.String()
-			refRatio = fmt.Sprintf("%.2f", x.Val.Cost(*x.Ref))
+		if i := slices.IndexFunc(r.refRows, func(y Row) bool { return y.Key == x.Key }); i >= 0 {
+			ref = r.refRows[i].Val.String()
+			refRatio = fmt.Sprintf("%.2f", x.Val.Cost(r.refRows[i].Val))
 		}
 		fmt.Fprintf(w, "| `%s` %s | %s | %s | %s | %s | %s | %s |\n", x.Key, x.What, x.Val, floor, ratio, ref, refRatio, x.Note)
 	}
+	if len(r.refSkipped) > 0 {
+		fmt.Fprintf(w, "\nNot measured on the reference: %s.\n", strings.Join(r.refSkipped, "; "))
+	}
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0700)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
