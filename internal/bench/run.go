@@ -248,7 +248,9 @@ func (r *run) daemon(name string) (*Daemon, error) {
 	newD := newDaemon
 	if r.isRef {
 		dir = filepath.Join(r.dir, "ref-"+name)
-		newD = func(_, dir string, env []string, m *Models) (*Daemon, error) { return newRefDaemon(r.refBin, dir, env, m) }
+		newD = func(_, dir string, env []string, m *Models) (*Daemon, error) {
+			return newRefDaemon(r.refBin, dir, env, m)
+		}
 	}
 	if err := os.Mkdir(dir, 0700); err != nil {
 		return nil, err
