@@ -480,7 +480,9 @@ func (r *run) groupScale() error {
 		counts = append(counts, 10000)
 	}
 	var ids []string
+	prev := base
 	for _, n := range counts {
+		added := n - len(ids)
 		var ds []time.Duration
 		for len(ids) < n {
 			var id string
@@ -496,9 +498,11 @@ func (r *run) groupScale() error {
 			return err
 		}
 		st := summarize(ds)
-		r.add(Row{Key: fmt.Sprintf("scale.%d", n), What: fmt.Sprintf("PSS per idle session with %d sessions", n),
-			Val:  bytesV((m.PSS - base.PSS) / int64(n)),
-			Note: fmt.Sprintf("RSS %s per session; PSS %s in all; s/new p99 %s (the last %d)", bytesV((m.RSS-base.RSS)/int64(n)), bytesV(m.PSS), dur(st.P99), st.N)})
+		r.add(Row{Key: fmt.Sprintf("scale.%d", n), What: fmt.Sprintf("PSS per idle session, the %d added to reach %d", added, n),
+			Val: bytesV((m.PSS - prev.PSS) / int64(added)),
+			Note: fmt.Sprintf("RSS %s per session added; since none: PSS %s per session, %s in all; s/new p99 %s",
+				bytesV((m.RSS-prev.RSS)/int64(added)), bytesV((m.PSS-base.PSS)/int64(n)), bytesV(m.PSS), dur(st.P99))})
+		prev = m
 	}
 	if r.isRef {
 		return d.Stop() // it keeps no sessions on disk
