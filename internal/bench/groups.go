@@ -208,6 +208,22 @@ func (r *run) groupTurn() error {
 			return err
 		}
 	}
+	// The CPU of the whole tree, apart: the daemon, its helpers, the
+	// stages they ran (reaped or not), over turns made one after another.
+	k := min(r.o.Turns, 50)
+	tree0, err := TreeCPU(r.main.Pid())
+	if err != nil {
+		return err
+	}
+	for i := range k {
+		if err := r.main.Turn(r.ctx, one.ids[i%len(one.ids)], promptOne); err != nil {
+			return err
+		}
+	}
+	tree1, err := TreeCPU(r.main.Pid())
+	if err != nil {
+		return err
+	}
 	m, err := settle(r.ctx, r.main.Pid())
 	if err != nil {
 		return err
@@ -219,6 +235,8 @@ func (r *run) groupTurn() error {
 			Note: fmt.Sprintf("p99 %s; daemon CPU %s per turn", dur(st[1].P99), dur(one.perTurn())), Floor: "floor.fork"},
 		Row{Key: "turn.p99", What: "the same, p99", Val: dur(st[1].P99), Floor: "floor.fork"},
 		Row{Key: "turn.cpu", What: "daemon CPU per turn (/proc/<pid>/stat; its helpers not counted)", Val: dur(one.perTurn())},
+		Row{Key: "turn.cpu.tree", What: "CPU per turn of the daemon, its helpers and the stages they ran", Val: dur((tree1 - tree0) / time.Duration(k)),
+			Note: fmt.Sprintf("over %d turns one after another", k)},
 		Row{Key: "turn.stage", What: "per extra execute_code stage (9-stage turn less 1-stage, / 8)", Val: dur(stage),
 			Note: fmt.Sprintf("9-stage turn p50 %s; sandbox on", dur(st[2].P50)), Floor: "floor.fork"},
 		Row{Key: "mem.turns", What: fmt.Sprintf("PSS of the daemon and its %d helpers after %d turns", m.Procs-1, 2*(r.o.Turns+r.o.Turns/10+turnPool)),
@@ -445,7 +463,7 @@ func (r *run) groupLoad() error {
 			Row{Key: key + ".wall", What: "the same, wall time", Val: dur(wall),
 				Note: fmt.Sprintf("floor: %d fork/execs on %d CPUs", c.n*c.turns, runtime.NumCPU()), Floor: key + ".floor"},
 		)
-		if f, ok := r.row("floor.fork"); ok {
+		if f, ok := r.row("floor.fork"); ok && !r.isRef {
 			r.add(Row{Key: key + ".floor", What: fmt.Sprintf("%d × floor.fork / %d CPUs", c.n*c.turns, runtime.NumCPU()),
 				Val: Value{f.Val.X * float64(c.n*c.turns) / float64(runtime.NumCPU()), Time}})
 		}

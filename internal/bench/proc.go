@@ -158,6 +158,30 @@ func CPU(pid int) (time.Duration, error) {
 	return time.Duration(u+s) * time.Second / clockTick, nil
 }
 
+// TreeCPU is the CPU time of pid and its descendants, and of the children
+// they have reaped: what the whole tree under pid has used.
+func TreeCPU(pid int) (time.Duration, error) {
+	var sum int64
+	for _, p := range Descendants(pid) {
+		f, err := procStat(p)
+		if err != nil {
+			if p == pid {
+				return 0, err
+			}
+			continue // ended meanwhile: its parent has it now
+		}
+		// utime, stime, cutime, cstime: fields 14 to 17 of proc(5).
+		for _, s := range f[11:15] {
+			v, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				return 0, err
+			}
+			sum += v
+		}
+	}
+	return time.Duration(sum) * time.Second / clockTick, nil
+}
+
 // procStat returns the fields of /proc/<pid>/stat after the command
 // (which may contain spaces and parentheses): f[0] is the state, f[1]
 // the parent's pid.

@@ -18,8 +18,13 @@ func TestMemoryAndCPU(t *testing.T) {
 	if m.Procs < 1 || m.RSS <= 0 || m.PSS <= 0 || m.PSS > m.RSS {
 		t.Errorf("memory of this process: %+v", m)
 	}
-	if _, err := CPU(os.Getpid()); err != nil {
-		t.Error(err)
+	self, err := CPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The tree has this process in it, read after.
+	if tree, err := TreeCPU(os.Getpid()); err != nil || tree < self {
+		t.Errorf("CPU of this process's tree: %v (%v), of itself %v", tree, err, self)
 	}
 	cmd := exec.Command("sleep", "10")
 	if err := cmd.Start(); err != nil {
