@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -138,6 +139,7 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 		for i := len(r.undo) - 1; i >= 0; i-- {
 			r.undo[i]()
 		}
+		unmountUnder(dir) // what a daemon killed after its grace left
 		os.RemoveAll(dir)
 	}()
 	if err := r.setup(); err != nil {
@@ -309,4 +311,28 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	return out.Close()
+}
+
+// unmountUnder detaches every mount at or under dir, deepest first.
+func unmountUnder(dir string) {
+	b, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		return
+	}
+	var points []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		// Spaces and the like in a mount point are octal escapes; the
+		// run's directories have none.
+		if p := f[1]; p == dir || strings.HasPrefix(p, dir+"/") {
+			points = append(points, p)
+		}
+	}
+	slices.SortFunc(points, func(a, b string) int { return len(b) - len(a) })
+	for _, p := range points {
+		syscall.Unmount(p, syscall.MNT_DETACH)
+	}
 }
