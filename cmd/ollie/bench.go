@@ -32,9 +32,11 @@ with (socket round trips to an echo process, fork/exec of /bin/true, a
 write+fsync, a cat of a file on disk), measured in the same run, and the
 ratio to it. Memory is the PSS and RSS of the daemon and its helper
 processes. A default run takes about a minute; -big (the 10,000
-session rows) and -ref add a few more. Groups: ` + strings.Join(bench.Groups, ", ") + ` (mcp only with -mcp or -only).
-With -ref, the same client and models also measure the reference daemon
-(olliesrv, built outside this repository). See docs/bench.md.`,
+session rows) and -ref add a few more. With -ref, the same client and
+models also measure the reference daemon (olliesrv, built outside this
+repository). See docs/bench.md.
+
+Groups, for -only: ` + strings.Join(bench.Groups, ", ") + ` (mcp only with -mcp or -only).`,
 		flags: func(fs *flag.FlagSet) {
 			f := &benchFlags
 			fs.IntVar(&f.n, "n", 2000, "run each small operation (9P, FUSE, session creation; at most 1000) `N` times")
