@@ -67,7 +67,8 @@ for t in \
 	./internal/ninep/client:FuzzFindPin:5s ./internal/ns:FuzzMessageUTF8:5s \
 	./internal/valid:FuzzText:5s ./internal/redact:FuzzString:5s \
 	./internal/agentcfg:FuzzParse:5s ./internal/batch:FuzzParseSpec:5s \
-	./internal/backend:FuzzDecoders:10s; do
+	./internal/backend:FuzzDecoders:10s \
+	./internal/bench:FuzzMarkerScanner:5s; do
 	pkg=${t%%:*} rest=${t#*:}
 	go test -run='^$' -fuzz="^${rest%%:*}\$" -fuzztime="${rest#*:}" "$pkg"
 done

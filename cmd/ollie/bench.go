@@ -3,204 +3,101 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
-	"io"
 	"os"
-	"runtime"
 	"runtime/pprof"
-	"slices"
 	"strings"
-	"time"
-	"unicode/utf8"
 
 	"ollie.dev/ollie/internal/bench"
 )
 
-// A benchSection is one group of measurements of `ollie bench`. Sections
-// register themselves in init, one file each (bench_9p.go, bench_fuse.go,
-// ...), so adding one never edits this file. They run in the order of
-// registration, which is the order of their file names.
-type benchSection struct {
-	name string // what -only selects
-	doc  string // one line for `ollie help bench`
-	// run measures; b starts and stops what it needs (a daemon, a mount).
-	run func(b *benchEnv) ([]benchRow, error)
-}
-
-// A benchRow is one measured operation. A row may name the row it is
-// compared with (its floor or reference) and the ratio it should stay
-// under.
-type benchRow struct {
-	key   string // how other rows refer to this one: "9p.floor4"
-	op    string // what was measured, as the table shows it
-	stats bench.Stats
-	ref   string  // key of the row to compare with; "" for none
-	goal  float64 // the largest acceptable ratio to ref; 0 for none
-	// value, when set, is shown instead of the time columns: a measure
-	// that is not a time distribution (bytes, a wall time, a derived
-	// difference), with its own verdict if it has a goal.
-	value string
-}
-
-// A benchOp is an operation to measure into a benchRow.
-type benchOp struct {
-	key, op string
-	run     func() error
-	ref     string
-	goal    float64
-}
-
-// measureRows measures ops, interleaved (see bench.MeasureAll).
-func measureRows(b *benchEnv, ops []benchOp) ([]benchRow, error) {
-	runs := make([]func() error, len(ops))
-	for i, o := range ops {
-		runs[i] = o.run
-	}
-	sts, err := bench.MeasureAll(b.n, runs...)
-	if err != nil {
-		return nil, err
-	}
-	rows := make([]benchRow, len(ops))
-	for i, o := range ops {
-		rows[i] = benchRow{key: o.key, op: o.op, stats: sts[i], ref: o.ref, goal: o.goal}
-	}
-	return rows, nil
-}
-
-var benchSections []*benchSection
-
-func registerBench(s *benchSection) { benchSections = append(benchSections, s) }
-
 var benchFlags struct {
-	n          int
-	only       string
-	cpuprofile string
+	n, turns, rounds int
+	big, mcp         bool
+	only, ref        string
+	cpuprofile       string
 }
 
 func init() {
 	register(&command{
 		name:  "bench",
-		args:  "[-n N] [-only SECTION,...] [-cpuprofile FILE]",
-		short: "measure the 9P server and the FUSE mount against their floors",
-		long: `Bench starts a private daemon (in a temporary home, so your sessions and
-files are not touched), measures each operation N times after a warm-up,
-and prints one table: mean, median and 99th percentile per operation, and
-for operations with a floor or reference, the ratio to it and the goal.
-Numbers compare within one run on one machine. See docs/bench.md.`,
+		args:  "[-n N] [-turns N] [-rounds N] [-big] [-mcp] [-only GROUP,...] [-ref OLLIESRV] [-cpuprofile FILE]",
+		short: "measure the daemon from outside, against floors measured in the same run",
+		long: `Bench starts the daemon (this binary's serve), two scripted models
+(llmserver, one answering at once, one streaming) and, for the FUSE rows,
+a mount (mount), each in a process of its own with a temporary home: your
+sessions and files are not touched. It measures them from this process,
+a client like any other, over the unix socket (9P) and through the mount,
+and prints one Markdown table: each row with the floor it is compared
+with (socket round trips to an echo process, fork/exec of /bin/true, a
+write+fsync, a cat of a file on disk), measured in the same run, and the
+ratio to it. Memory is the PSS and RSS of the daemon and its helper
+processes. A default run takes about a minute; -big (the 10,000
+session rows) and -ref add a few more. With -ref, the same client and
+models also measure the reference daemon (olliesrv, built outside this
+repository). See docs/bench.md.
+
+Groups, for -only: ` + strings.Join(bench.Groups, ", ") + ` (mcp only with -mcp or -only).`,
 		flags: func(fs *flag.FlagSet) {
-			fs.IntVar(&benchFlags.n, "n", 2000, "run each operation `N` times")
-			fs.StringVar(&benchFlags.only, "only", "", "run only the named `SECTIONS` (comma-separated): "+sectionNames())
-			fs.StringVar(&benchFlags.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run (daemon and mount included) to `FILE`")
+			f := &benchFlags
+			fs.IntVar(&f.n, "n", 2000, "run each small operation (9P, FUSE, session creation; at most 1000) `N` times")
+			fs.IntVar(&f.turns, "turns", 200, "time `N` turns of each kind")
+			fs.IntVar(&f.rounds, "rounds", 5, "start `N` fresh daemons per start-up row, and stream N replies per ingest row")
+			fs.BoolVar(&f.big, "big", false, "also 10,000 idle sessions, and a restart with them on disk (minutes)")
+			fs.BoolVar(&f.mcp, "mcp", false, "also an MCP tools/call through t/mcp next to a t/ script (needs node and server-everything)")
+			fs.StringVar(&f.only, "only", "", "run only the named `GROUPS` (comma-separated)")
+			fs.StringVar(&f.ref, "ref", "", "also measure the reference daemon, the `OLLIESRV` binary (docs/bench.md)")
+			fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the bench process (the client) to `FILE`")
 		},
 		run:      runBench,
 		noConfig: true,
 	})
+	register(&command{
+		name:     "benchecho",
+		args:     "SOCKET",
+		short:    "serve the echo floor of ollie bench on SOCKET (internal)",
+		noConfig: true,
+		hidden:   true,
+		run: func(ctx context.Context, env *Env, args []string) error {
+			if len(args) != 1 {
+				return usagef("want one socket path")
+			}
+			go func() { <-ctx.Done(); os.Remove(args[0]); os.Exit(0) }()
+			return bench.ServeEcho(args[0])
+		},
+	})
 }
 
-func sectionNames() string {
-	var names []string
-	for _, s := range benchSections {
-		names = append(names, s.name)
-	}
-	return strings.Join(names, ",")
-}
+// benchExeEnv is added to the environment of every process the bench
+// starts; tests, whose binary is ollie only when told so, set it.
+var benchExeEnv []string
 
 func runBench(ctx context.Context, env *Env, args []string) error {
+	f := &benchFlags
 	if len(args) > 0 {
 		return usagef("unexpected argument %q", args[0])
 	}
-	if benchFlags.n < 1 {
-		return usagef("-n must be at least 1")
+	if f.n < 1 || f.turns < 1 || f.rounds < 1 {
+		return usagef("-n, -turns and -rounds must be at least 1")
 	}
-	sections, err := selectSections(benchFlags.only)
+	exe, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	b, err := newBenchEnv(ctx, benchFlags.n, env)
-	if err != nil {
-		return err
+	o := bench.Options{Exe: exe, Env: benchExeEnv, N: f.n, Turns: f.turns, Rounds: f.rounds, Big: f.big, MCP: f.mcp,
+		Ref: f.ref, Log: env.Stderr}
+	if f.only != "" {
+		o.Only = strings.Split(f.only, ",")
 	}
-	defer b.close()
-	if benchFlags.cpuprofile != "" {
-		f, err := os.Create(benchFlags.cpuprofile)
+	if f.cpuprofile != "" {
+		pf, err := os.Create(f.cpuprofile)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
 			return err
 		}
 		defer pprof.StopCPUProfile()
 	}
-	fmt.Fprintf(env.Stdout, "ollie bench: n=%d, %s/%s, %d CPUs, GOMAXPROCS=%d, %s\n\n",
-		b.n, runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version())
-	var rows []benchRow
-	var failed []string
-	for _, s := range sections {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		rs, err := s.run(b)
-		if err != nil {
-			fmt.Fprintf(env.Stderr, "ollie bench: %s: %v\n", s.name, err)
-			failed = append(failed, s.name)
-			continue
-		}
-		rows = append(rows, rs...)
-		printRows(env.Stdout, s.name, rs, rows)
-	}
-	if len(failed) > 0 {
-		return fmt.Errorf("sections failed: %s", strings.Join(failed, ", "))
-	}
-	return nil
+	return bench.Run(ctx, o, env.Stdout)
 }
-
-func selectSections(only string) ([]*benchSection, error) {
-	if only == "" {
-		return benchSections, nil
-	}
-	var out []*benchSection
-	for _, name := range strings.Split(only, ",") {
-		i := slices.IndexFunc(benchSections, func(s *benchSection) bool { return s.name == name })
-		if i < 0 {
-			return nil, usagef("unknown section %q (have %s)", name, sectionNames())
-		}
-		out = append(out, benchSections[i])
-	}
-	return out, nil
-}
-
-// printRows prints one section's rows; all holds every row so far, for
-// references across sections.
-func printRows(w io.Writer, section string, rows, all []benchRow) {
-	width := 0
-	for _, r := range rows {
-		width = max(width, utf8.RuneCountInString(r.op))
-	}
-	fmt.Fprintf(w, "%-12s %-*s %9s %9s %9s %9s  %s\n", section, width, "operation", "mean", "p50", "p99", "max", "mean ratio to, goal")
-	for _, r := range rows {
-		if r.value != "" {
-			pad := width - utf8.RuneCountInString(r.op)
-			fmt.Fprintf(w, "%-12s %s%*s %s\n", r.key, r.op, pad, "", r.value)
-			continue
-		}
-		cmp := ""
-		if i := slices.IndexFunc(all, func(o benchRow) bool { return o.key == r.ref }); r.ref != "" && i >= 0 {
-			x := bench.Ratio(r.stats.Mean, all[i].stats.Mean)
-			cmp = fmt.Sprintf("%.2fx %s (p50 %.2fx)", x, all[i].key, bench.Ratio(r.stats.P50, all[i].stats.P50))
-			if r.goal > 0 {
-				verdict := "met"
-				if x > r.goal {
-					verdict = "MISSED"
-				}
-				cmp += fmt.Sprintf(", goal <= %gx: %s", r.goal, verdict)
-			}
-		}
-		pad := width - utf8.RuneCountInString(r.op)
-		fmt.Fprintf(w, "%-12s %s%*s %9s %9s %9s %9s  %s\n", r.key, r.op, pad, "", us(r.stats.Mean), us(r.stats.P50), us(r.stats.P99), us(r.stats.Max), cmp)
-	}
-	fmt.Fprintln(w)
-}
-
-// us formats a duration in microseconds, the unit of everything here.
-func us(d time.Duration) string { return fmt.Sprintf("%.1fus", float64(d.Nanoseconds())/1000) }

@@ -20,19 +20,42 @@ type Echo struct {
 // messages of a walk, open, read of a small file, or clunk.
 const EchoSize = 32
 
-// NewEcho starts an echo server on a socket in dir and connects to it.
+// NewEcho starts an echo server on a socket in dir, in this process, and
+// connects to it (the floor of the in-process Go benchmarks).
 func NewEcho(dir string) (*Echo, error) {
 	ln, err := net.Listen("unix", filepath.Join(dir, "echo.sock"))
 	if err != nil {
 		return nil, err
 	}
 	go serveEcho(ln)
-	conn, err := net.Dial("unix", ln.Addr().String())
+	e, err := DialEcho(ln.Addr().String())
 	if err != nil {
 		ln.Close()
 		return nil, err
 	}
-	return &Echo{ln: ln, conn: conn, msg: make([]byte, EchoSize)}, nil
+	e.ln = ln
+	return e, nil
+}
+
+// DialEcho connects to an echo server on the unix socket sock (ServeEcho,
+// in a process of its own: the floor of `ollie bench`).
+func DialEcho(sock string) (*Echo, error) {
+	conn, err := net.Dial("unix", sock)
+	if err != nil {
+		return nil, err
+	}
+	return &Echo{conn: conn, msg: make([]byte, EchoSize)}, nil
+}
+
+// ServeEcho serves echo on the unix socket sock until the process ends:
+// `ollie benchecho`, the floor `ollie bench` starts.
+func ServeEcho(sock string) error {
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		return err
+	}
+	serveEcho(ln)
+	return nil
 }
 
 func serveEcho(ln net.Listener) {
@@ -71,8 +94,12 @@ func (e *Echo) RoundTrips(k int) func() error {
 	}
 }
 
-// Close stops the server.
+// Close closes the connection, and stops the server if it is this
+// process's.
 func (e *Echo) Close() error {
-	e.conn.Close()
-	return e.ln.Close()
+	err := e.conn.Close()
+	if e.ln != nil {
+		err = e.ln.Close()
+	}
+	return err
 }

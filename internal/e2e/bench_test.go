@@ -45,8 +45,8 @@ func benchOp(b *testing.B, op func() error) {
 }
 
 // BenchmarkMountOpenReadClose is cat of a small file of the real daemon
-// through the real mount. `ollie bench -only fuse` puts it next to
-// go-fuse's in-memory file system and tmpfs.
+// through the real mount, in-process (this test serves the mount).
+// `ollie bench -only fuse` measures a mount in a process of its own.
 func BenchmarkMountOpenReadClose(b *testing.B) {
 	benchOp(b, bench.OpenReadClose(filepath.Join(benchMount(b), "m", "bench")))
 }

@@ -1,13 +1,23 @@
 package fusebridge_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"ollie.dev/ollie/internal/bench"
 	"ollie.dev/ollie/internal/fusebridge"
 )
+
+// In-process benchmarks: the bridge over an in-memory 9P server, next to
+// go-fuse's in-memory file system and tmpfs, the system calls made by
+// this test process, which also serves the mounts. `ollie bench`
+// measures a mount of the real daemon from a process of its own.
 
 // benchTargets are the files compared: a file through our mount, the same
 // through go-fuse's in-memory file system with its default 1s caching and
@@ -39,38 +49,47 @@ var benchTargets = []struct {
 func memfs(b *testing.B, timeout time.Duration) string {
 	requireFUSE(b)
 	dir := b.TempDir()
-	m, err := fusebridge.BenchMemFS(dir, []byte("hello, world\n"), timeout)
+	// A go-fuse in-memory file system holding one file: the floor of any
+	// FUSE file system written in Go.
+	root := &fs.Inode{}
+	opts := &fs.Options{
+		MountOptions: fuse.MountOptions{DirectMount: true, FsName: "memfs", DisableXAttrs: true},
+		EntryTimeout: &timeout,
+		AttrTimeout:  &timeout,
+		OnAdd: func(ctx context.Context) {
+			f := root.NewPersistentInode(ctx, &fs.MemRegularFile{Data: []byte("hello, world\n"), Attr: fuse.Attr{Mode: 0644}}, fs.StableAttr{})
+			root.AddChild("file", f, false)
+		},
+	}
+	srv, err := fs.Mount(dir, root, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { m.Unmount() })
-	return m.Path
+	b.Cleanup(func() { srv.Unmount() })
+	return filepath.Join(dir, "file")
 }
 
-func bench(b *testing.B, op func(fusebridge.BenchResult) time.Duration) {
+func benchFile(b *testing.B, op func(path string) func() error) {
 	for _, tt := range benchTargets {
 		b.Run(tt.name, func(b *testing.B) {
-			path := tt.setup(b)
-			if _, err := fusebridge.BenchFile(path, 10); err != nil { // warm up
-				b.Fatal(err)
+			run := op(tt.setup(b))
+			for range 10 { // warm up
+				if err := run(); err != nil {
+					b.Fatal(err)
+				}
 			}
-			b.ResetTimer()
-			r, err := fusebridge.BenchFile(path, b.N)
-			if err != nil {
-				b.Fatal(err)
+			for b.Loop() {
+				if err := run(); err != nil {
+					b.Fatal(err)
+				}
 			}
-			b.ReportMetric(float64(op(r).Nanoseconds()), "ns/file-op")
 		})
 	}
 }
 
 // BenchmarkOpenReadClose: open(2), read(2) to EOF, close(2) of a 13-byte
-// file. (ns/op counts stat too; ns/file-op is the one to read.)
-func BenchmarkOpenReadClose(b *testing.B) {
-	bench(b, func(r fusebridge.BenchResult) time.Duration { return r.OpenReadClose })
-}
+// file.
+func BenchmarkOpenReadClose(b *testing.B) { benchFile(b, bench.OpenReadClose) }
 
 // BenchmarkStat: stat(2) of the same file.
-func BenchmarkStat(b *testing.B) {
-	bench(b, func(r fusebridge.BenchResult) time.Duration { return r.Stat })
-}
+func BenchmarkStat(b *testing.B) { benchFile(b, bench.Stat) }

@@ -3,14 +3,12 @@ package mcpbridge
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io/fs"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"ollie.dev/ollie/defaults"
 	"ollie.dev/ollie/internal/errs"
@@ -37,24 +35,6 @@ type BenchOptions struct {
 	Server []string
 	// Env is added to the stages' environment.
 	Env []string
-	// Runs is how many times each operation runs (after one warm-up).
-	Runs int
-}
-
-// BenchResult is what Bench measured: mean times, and token estimates
-// (characters / 4, the usual rule of thumb for English and JSON with
-// BPE tokenizers; see docs/mcp.md).
-type BenchResult struct {
-	Runs int
-	// Script is an execute_code call of a t/ script doing the echo;
-	// Bridge the same call of t/mcp (ollie mcp: start the server,
-	// handshake, tools/call, stop it); Proxied the same again, the server
-	// kept running behind `ollie mcp proxy` and reached by URL.
-	Script, Bridge, Proxied time.Duration
-	// Cold is the bridge's part outside the sandbox: Dial, Call, Close in
-	// this process. Warm is one tools/call on an open session: MCP alone.
-	Cold, Warm time.Duration
-	Tokens     Tokens
 }
 
 // Tokens are context sizes, estimated.
@@ -75,20 +55,9 @@ type Tokens struct {
 // Bridge is what the bridge costs in context.
 func (t Tokens) Bridge() int { return t.Skill + t.Schema }
 
-func (r BenchResult) String() string {
-	t := r.Tokens
-	return fmt.Sprintf("runs %d\n"+
-		"t/ script echo (execute_code, sandboxed)   %v\n"+
-		"t/mcp call echo (execute_code, sandboxed)  %v (+%v)\n"+
-		"  the same, server behind ollie mcp proxy    %v (+%v)\n"+
-		"  ollie mcp's part, unsandboxed: dial+call+close %v; one tools/call on an open session %v\n"+
-		"context, tokens (chars/4): sk/mcp.md %d + execute_code %d = %d; server's tools/list (%d tools) %d; its idx %d\n",
-		r.Runs, r.Script, r.Bridge, r.Bridge-r.Script, r.Proxied, r.Proxied-r.Script, r.Cold, r.Warm,
-		t.Skill, t.Schema, t.Bridge(), t.Tools, t.ToolList, t.Idx)
-}
-
-// A Bencher runs the compared operations one at a time, for `go test
-// -bench` to loop over.
+// A Bencher runs the compared operations one at a time: `ollie bench
+// -mcp` measures them (internal/bench), `go test -bench MCP ./cmd/ollie`
+// loops over them.
 type Bencher struct {
 	o     BenchOptions
 	spec  execute.Spec
@@ -250,34 +219,3 @@ func (b *Bencher) Tokens(ctx context.Context) (Tokens, error) {
 
 // EstimateTokens is len(s)/4, rounded up.
 func EstimateTokens(s string) int { return (len(s) + 3) / 4 }
-
-// Bench measures every operation o.Runs times (`ollie bench` shows it;
-// the benchmarks in cmd/ollie measure the same operations).
-func Bench(ctx context.Context, o BenchOptions) (BenchResult, error) {
-	if o.Runs <= 0 {
-		o.Runs = 10
-	}
-	b, err := NewBencher(ctx, o)
-	if err != nil {
-		return BenchResult{}, err
-	}
-	defer b.Close()
-	r := BenchResult{Runs: o.Runs}
-	for _, m := range []struct {
-		dst *time.Duration
-		run func(context.Context) error
-	}{{&r.Script, b.Script}, {&r.Bridge, b.Bridge}, {&r.Proxied, b.Proxied}, {&r.Cold, b.Cold}, {&r.Warm, b.Warm}} {
-		if err := m.run(ctx); err != nil { // warm caches, fail early
-			return r, err
-		}
-		start := time.Now()
-		for i := 0; i < o.Runs; i++ {
-			if err := m.run(ctx); err != nil {
-				return r, err
-			}
-		}
-		*m.dst = time.Since(start) / time.Duration(o.Runs)
-	}
-	r.Tokens, err = b.Tokens(ctx)
-	return r, err
-}

@@ -17,6 +17,6 @@
 // so a server that needs a key runs outside the sandbox and stages reach
 // it by URL. NewOllieServer is the other direction: ollie as an MCP
 // server whose tools are file operations on the tree over 9P (`ollie mcp
-// serve`). Bench compares a call through the bridge with a plain t/
+// serve`). Bencher compares a call through the bridge with a plain t/
 // script. docs/mcp.md has the whole story.
 package mcpbridge
