@@ -114,12 +114,24 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) session(w http.ResponseWriter, r *http.Request) {
-	rw := s.list.find(r.PathValue("id"))
+	rw := s.lookup(r.PathValue("id"))
 	if rw == nil {
 		http.Error(w, "no such session", http.StatusNotFound)
 		return
 	}
 	s.render(w, "session.html", rw.Name+" "+rw.ID, "sessions", rw)
+}
+
+// lookup finds a session by id or name; one the list does not have yet
+// (made by another client a moment ago) is looked for in s/idx.
+func (s *Server) lookup(key string) *row {
+	if rw := s.list.find(key); rw != nil {
+		return rw
+	}
+	if s.list.resync() != nil {
+		return nil
+	}
+	return s.list.find(key)
 }
 
 // viewFiles are the read-only files of a session the page shows.
@@ -133,7 +145,7 @@ type viewData struct {
 }
 
 func (s *Server) view(w http.ResponseWriter, r *http.Request) {
-	rw := s.list.find(r.PathValue("id"))
+	rw := s.lookup(r.PathValue("id"))
 	file := r.PathValue("file")
 	if rw == nil || !viewFiles[file] {
 		http.NotFound(w, r)

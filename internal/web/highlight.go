@@ -80,7 +80,9 @@ func highlight(lang, code string) string {
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
-func isWord(c byte) bool  { return c == '_' || isDigit(c) || c|0x20 >= 'a' && c|0x20 <= 'z' || c >= 0x80 }
+func isWord(c byte) bool {
+	return c == '_' || isDigit(c) || c|0x20 >= 'a' && c|0x20 <= 'z' || c >= 0x80
+}
 
 func words(s string) map[string]bool {
 	m := map[string]bool{}

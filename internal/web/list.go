@@ -42,6 +42,7 @@ type sessionList struct {
 	s     *Server
 	conns conns
 	kick  chan struct{} // asks for a re-read of s/idx
+	sync  sync.Mutex    // one resync at a time, so none publishes an older s/idx over a newer
 
 	mu       sync.Mutex // guards the fields below
 	rows     map[string]*row
@@ -94,6 +95,8 @@ func (l *sessionList) changed() {
 
 // resync reads s/idx and publishes what differs from the rows held.
 func (l *sessionList) resync() error {
+	l.sync.Lock()
+	defer l.sync.Unlock()
 	text, err := l.s.read(l.s.ctx, "s/idx")
 	if err != nil {
 		return err
