@@ -69,7 +69,7 @@ func shot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
 	c, cancel := context.WithTimeout(ctx, testutil.HangTimeout)
 	defer cancel()
-	b, err := chromedp.Run(c, chromedp.FullScreenshot(90))
+	b, err := chromedp.Run(c, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,4 +298,3 @@ func TestBrowser(t *testing.T) {
 		}
 	})
 }
-

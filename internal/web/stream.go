@@ -140,6 +140,7 @@ func (s *Server) sessionStream(w http.ResponseWriter, r *http.Request) {
 	if st.get() == "asking" {
 		s.sendAsks(ctx, ev, id)
 	}
+	s.sendCost(ctx, ev, id)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -204,9 +205,19 @@ func (s *Server) followEvents(ctx context.Context, ev *sse, id string, st *sessi
 			if now == "asking" || was == "asking" {
 				s.sendAsks(ctx, ev, id)
 			}
+			if !busy(now) {
+				s.sendCost(ctx, ev, id)
+			}
 		}
 		st.poke()
 	}
+}
+
+// sendCost sends the session's cost and context use, after a turn.
+func (s *Server) sendCost(ctx context.Context, ev *sse, id string) {
+	cost, _ := s.read(ctx, "s/"+id+"/cost")
+	ctxsz, _ := s.read(ctx, "s/"+id+"/ctxsz")
+	ev.send("cost", map[string]string{"cost": sessionCost(cost), "ctx": percent(ctxsz)})
 }
 
 // ask is one pending consent request.

@@ -235,6 +235,11 @@ function sessionPage(root) {
   });
   es.addEventListener('ready', () => { ready = true; window.scrollTo(0, document.body.scrollHeight); root.dataset.ready = '1'; });
   es.addEventListener('state', (m) => setState(JSON.parse(m.data)));
+  es.addEventListener('cost', (m) => {
+    const c = JSON.parse(m.data);
+    document.getElementById('cost').textContent = c.cost ? '$' + c.cost.replace(/^\$/, '') : '';
+    document.getElementById('ctx').textContent = c.ctx ? 'context ' + c.ctx : '';
+  });
   es.addEventListener('asks', (m) => drawAsks(JSON.parse(m.data)));
   es.addEventListener('events', (m) => {
     for (const e of JSON.parse(m.data)) {
