@@ -9,7 +9,7 @@ cd "$(dirname "$0")"
 # name: a python3 or node found first on PATH (pyenv, nvm) is not the one
 # the sandbox tests run (/usr/bin).
 pkgs=""
-for pkg in vim tmux jq fuse3 python3 perl gawk dash util-linux git; do
+for pkg in vim tmux jq fuse3 python3 perl gawk dash util-linux git chromium; do
 	dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || pkgs="$pkgs $pkg"
 done
 # Node and npm may come from elsewhere (Node 20 with its own npm); Debian's
@@ -62,13 +62,19 @@ go test -race -count=1 "$@" ./...
 # == fuzz: every parser of untrusted bytes, each for a bounded time (the
 # corpus is in the packages' testdata/fuzz/). About a minute and a half.
 echo "== fuzz"
+# One target per line: package:Fuzz function:time.
 for t in \
-	./internal/ninep:FuzzParse:15s ./internal/ninep:FuzzServe:15s \
-	./internal/ninep/client:FuzzFindPin:5s ./internal/ns:FuzzMessageUTF8:5s \
-	./internal/valid:FuzzText:5s ./internal/redact:FuzzString:5s \
-	./internal/agentcfg:FuzzParse:5s ./internal/batch:FuzzParseSpec:5s \
+	./internal/ninep:FuzzParse:15s \
+	./internal/ninep:FuzzServe:15s \
+	./internal/ninep/client:FuzzFindPin:5s \
+	./internal/ns:FuzzMessageUTF8:5s \
+	./internal/valid:FuzzText:5s \
+	./internal/redact:FuzzString:5s \
+	./internal/agentcfg:FuzzParse:5s \
+	./internal/batch:FuzzParseSpec:5s \
 	./internal/backend:FuzzDecoders:10s \
-	./internal/bench:FuzzMarkerScanner:5s; do
+	./internal/bench:FuzzMarkerScanner:5s \
+	./internal/web:FuzzChat:5s; do
 	pkg=${t%%:*} rest=${t#*:}
 	go test -run='^$' -fuzz="^${rest%%:*}\$" -fuzztime="${rest#*:}" "$pkg"
 done

@@ -27,7 +27,9 @@ func init() {
 its log in $XDG_STATE_HOME/ollie/ollie.log and its pid in ollie.pid there.
 The tree is mounted at the configured mount point (default ~/mnt/ollie)
 unless -nomount is given. Returns once the daemon answers on its socket.
-Starting an already running daemon is not an error.`,
+Starting an already running daemon is not an error. With "web":
+"127.0.0.1:PORT" in ollie.json it also starts 'ollie web' there and
+prints its URL (which is in the log too).`,
 		flags: func(fs *flag.FlagSet) {
 			startFlags.declare(fs, "mount the tree at `DIR` (default from the config: ~/mnt/ollie)")
 			fs.BoolVar(&startFlags.nomnt, "nomount", false, "do not mount the tree")
@@ -93,7 +95,54 @@ func runStart(ctx context.Context, env *Env, args []string) error {
 		fmt.Fprintf(env.Stdout, "  tree   %s\n", mnt)
 	}
 	fmt.Fprintf(env.Stdout, "  log    %s\n", logPath)
+	if c.Web != "" {
+		u, err := startWeb(ctx, env, logf, logPath)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stdout, "  web    %s\n", u)
+	}
 	return nil
+}
+
+// startWeb starts `ollie web` on the configured address, detached like
+// the daemon, with its output in the daemon's log, and returns the URL
+// it printed there. It ends by itself when the daemon does.
+func startWeb(ctx context.Context, env *Env, logf *os.File, logPath string) (string, error) {
+	c := env.Config
+	from, _ := logf.Seek(0, 2)
+	argv := []string{}
+	if c.File != "" {
+		argv = append(argv, "-config", c.File)
+	}
+	cmd := exec.Command(env.Argv0, append(argv, "web", "-addr", c.Web, "-daemon", c.Socket)...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return "", fmt.Errorf("start ollie web: %v", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		b, _ := os.ReadFile(logPath)
+		if int64(len(b)) > from {
+			for _, line := range strings.Split(string(b[from:]), "\n") {
+				if strings.HasPrefix(line, "http://") && strings.Contains(line, "/?token=") {
+					return line, nil
+				}
+			}
+		}
+		select {
+		case err := <-exited:
+			return "", fmt.Errorf("ollie web exited during start-up (%v); its log says:\n%s", err, logTail(logPath, from))
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	return "", fmt.Errorf("ollie web did not print its URL within 15s")
 }
 
 // waitReady waits until the daemon answers on its socket and, if asked,

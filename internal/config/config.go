@@ -58,6 +58,7 @@ type Config struct {
 	Socket     string // RuntimeDir/ollie.sock unless overridden
 	Mount      string // default mount point for `ollie start` and `ollie mount`
 	Listen     string // TCP listen address; "" means no TCP
+	Web        string // where `ollie start` starts `ollie web` (loopback); "" means not
 
 	// MaxParallel caps the batch-job sessions running at once.
 	MaxParallel int
@@ -75,6 +76,7 @@ type fileConfig struct {
 	Socket   string    `json:"socket,omitempty"`
 	Mount    string    `json:"mount,omitempty"`
 	Listen   string    `json:"listen,omitempty"`
+	Web      string    `json:"web,omitempty"`
 	Backends []Backend `json:"backends,omitempty"`
 	Sandbox  *Sandbox  `json:"sandbox,omitempty"`
 	// MaxParallel caps the sessions of batch jobs running at once (8).
@@ -173,6 +175,12 @@ func (c *Config) apply(path string, data []byte, home string) error {
 			return fmt.Errorf("%s: listen: %v", path, err)
 		}
 		c.Listen = f.Listen
+	}
+	if f.Web != "" {
+		if err := CheckListen(f.Web); err != nil {
+			return fmt.Errorf("%s: web: %v", path, err)
+		}
+		c.Web = f.Web
 	}
 	if f.MaxParallel < 0 || f.MaxParallel > 1024 {
 		return fmt.Errorf("%s: max_parallel %d is outside 0..1024", path, f.MaxParallel)

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"ollie.dev/ollie/internal/daemon"
+	"ollie.dev/ollie/internal/testutil"
+)
+
+// TestWebVerb runs `ollie web` as a user does: its first line is the URL
+// with a fresh token on loopback, a request without the token gets 401,
+// and it ends when the daemon does.
+func TestWebVerb(t *testing.T) {
+	cfg := testutil.Home(t, nil)
+	d, err := daemon.Start(cfg, daemon.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	exe, _ := os.Executable()
+	urls := map[string]bool{}
+	for range 2 {
+		cmd := exec.Command(exe, "web", "-daemon", cfg.Socket)
+		cmd.Env = append(os.Environ(), "OLLIE_TEST_MAIN=1")
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var errb testutil.LogBuf
+		cmd.Stderr = &errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		line, err := bufio.NewReader(out).ReadString('\n')
+		if err != nil {
+			cmd.Process.Kill()
+			t.Fatalf("no URL: %v; stderr: %s", err, errb.String())
+		}
+		u := strings.TrimSpace(line)
+		if !strings.HasPrefix(u, "http://127.0.0.1:") || !strings.Contains(u, "/?token=") || urls[u] {
+			t.Errorf("first line %q: want a fresh http://127.0.0.1:PORT/?token=… URL", u)
+		}
+		urls[u] = true
+		base, _, _ := strings.Cut(u, "/?")
+		resp, err := http.Get(base + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("GET / without the token: %s", resp.Status)
+		}
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(testutil.HangTimeout):
+			cmd.Process.Kill()
+			t.Fatal("ollie web did not end on SIGINT")
+		}
+	}
+	// It ends by itself when the daemon goes away.
+	cmd := exec.Command(exe, "web", "-daemon", cfg.Socket)
+	cmd.Env = append(os.Environ(), "OLLIE_TEST_MAIN=1")
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(testutil.HangTimeout):
+		cmd.Process.Kill()
+		t.Fatal("ollie web outlived the daemon")
+	}
+}
+
+func TestWebLoopbackOnly(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := Main([]string{"web", "-addr", "0.0.0.0:0"}, nil, &out, &errb); code != 2 || !strings.Contains(errb.String(), "only loopback") {
+		t.Errorf("web -addr 0.0.0.0:0: exit %d, %s", code, errb.String())
+	}
+	f := filepath.Join(t.TempDir(), "ollie.json")
+	os.WriteFile(f, []byte(`{"web": "192.0.2.1:8080"}`), 0600)
+	errb.Reset()
+	if code := Main([]string{"-config", f, "status"}, nil, &out, &errb); code != 1 || !strings.Contains(errb.String(), "web: refusing") {
+		t.Errorf("ollie.json with web on a public address: exit %d, %s", code, errb.String())
+	}
+}

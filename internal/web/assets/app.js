@@ -1,0 +1,319 @@
+// ollie web: the page's only script. It draws what the server sends and
+// sends what the person does; all HTML it inserts was rendered and
+// sanitized on the server, every other string goes in as text.
+'use strict';
+
+const csrf = document.querySelector('meta[name=csrf]').content;
+
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+async function post(url, data) {
+  const r = await fetch(url, {
+    method: 'POST', credentials: 'same-origin',
+    headers: {'Content-Type': 'application/json', 'X-Ollie-CSRF': csrf},
+    body: JSON.stringify(data || {}),
+  });
+  let j;
+  try { j = await r.json(); } catch (e) { j = {ok: false, error: r.status + ' ' + r.statusText}; }
+  return j;
+}
+
+function showErr(id, msg) {
+  const e = document.getElementById(id);
+  if (!e) return;
+  e.textContent = msg || '';
+  e.hidden = !msg;
+}
+
+function fmtMs(ms) {
+  if (ms < 1000) return Math.round(ms) + ' ms';
+  if (ms < 60000) return (ms / 1000).toFixed(1) + ' s';
+  return Math.floor(ms / 60000) + ' m ' + Math.round((ms % 60000) / 1000) + ' s';
+}
+
+// ---- the session list ----
+
+function rowCells(r) {
+  const tr = el('tr');
+  tr.dataset.id = r.id;
+  const a = el('a', '', r.name || r.id);
+  a.href = '/s/' + encodeURIComponent(r.id);
+  const td = el('td'); td.append(a); tr.append(td);
+  const st = el('td'); st.append(el('span', 'state s-' + r.state.replace(/\s+/g, '-'), r.state)); tr.append(st);
+  tr.append(el('td', '', r.agent));
+  tr.append(el('td', '', (r.backend + ' ' + r.model).trim()));
+  tr.append(el('td', 'num', r.cost));
+  tr.append(el('td', 'num', r.ctx));
+  tr.append(el('td', 'dim', r.cwd));
+  return tr;
+}
+
+function listPage() {
+  const tbody = document.querySelector('#sessions tbody');
+  const count = document.getElementById('count');
+  const rows = new Map();
+  for (const tr of tbody.children) rows.set(tr.dataset.id, tr);
+  const recount = () => { count.textContent = rows.size; };
+  const es = new EventSource('/events/list');
+  es.addEventListener('list', (m) => {
+    const msg = JSON.parse(m.data);
+    if (msg.op === 'all') {
+      const frag = document.createDocumentFragment();
+      rows.clear();
+      for (const r of msg.rows || []) { const tr = rowCells(r); rows.set(r.id, tr); frag.append(tr); }
+      tbody.replaceChildren(frag);
+    } else if (msg.op === 'set') {
+      const tr = rowCells(msg.row), old = rows.get(msg.row.id);
+      if (old) old.replaceWith(tr); else tbody.prepend(tr);
+      rows.set(msg.row.id, tr);
+    } else if (msg.op === 'del') {
+      const old = rows.get(msg.id);
+      if (old) old.remove();
+      rows.delete(msg.id);
+    }
+    recount();
+  });
+  const form = document.getElementById('newform');
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const f = new FormData(form), data = {};
+    for (const [k, v] of f.entries()) data[k[0].toUpperCase() + k.slice(1)] = v;
+    const j = await post('/api/new', data);
+    if (!j.ok) { showErr('newerr', j.error); return; }
+    location.href = '/s/' + encodeURIComponent(j.id);
+  });
+}
+
+// ---- one session ----
+
+function sessionPage(root) {
+  const id = root.dataset.id;
+  const chat = document.getElementById('chat');
+  const stateEl = document.getElementById('state');
+  const prompt = document.getElementById('prompt');
+  const blocks = [];
+  const calls = []; // tool_end of each call, in order
+  const events = [];
+  let ready = false;
+
+  const nearBottom = () => window.innerHeight + window.scrollY >= document.body.scrollHeight - 80;
+
+  function drawBlock(m) {
+    let b = blocks[m.i];
+    let open = false;
+    if (!b) {
+      b = el('div', 'block k-' + m.k);
+      blocks[m.i] = b;
+      chat.append(b);
+    } else {
+      const d = b.querySelector('details');
+      open = d && d.open;
+      b.className = 'block k-' + m.k;
+    }
+    b.innerHTML = m.h; // rendered and sanitized by the server
+    if (open) b.querySelector('details').open = true;
+    const c = b.querySelector('details.call');
+    if (c) callMeta(c);
+  }
+
+  function callMeta(d) {
+    const n = +d.dataset.call, e = calls[n];
+    const meta = d.querySelector('.meta');
+    if (!meta || !e) return;
+    const code = e.data.exit_code, failed = e.data.failed;
+    meta.replaceChildren(
+      el('span', 'badge ' + (failed || code ? 'bad' : 'good'), failed || code ? 'exit ' + code : 'ok'),
+      el('span', 'dim', ' ' + fmtMs(e.data.ms || 0)));
+  }
+
+  function setState(s) {
+    stateEl.textContent = s;
+    stateEl.className = 'state s-' + s.replace(/\s+/g, '-');
+    document.getElementById('stop').disabled = s === 'idle';
+  }
+
+  function drawAsks(list) {
+    const box = document.getElementById('asks');
+    box.replaceChildren();
+    for (const a of list) {
+      const card = el('div', 'ask');
+      card.dataset.n = a.n;
+      card.append(el('div', 'asktitle', 'Consent needed · request ' + a.n));
+      card.append(el('pre', 'asktext', a.text));
+      const allow = el('button', 'primary', 'Allow');
+      const deny = el('button', 'danger', 'Deny');
+      allow.dataset.answer = 'allow'; deny.dataset.answer = 'deny';
+      for (const b of [allow, deny]) {
+        b.type = 'button';
+        b.addEventListener('click', async () => {
+          allow.disabled = deny.disabled = true;
+          const j = await post('/api/ask/' + encodeURIComponent(id) + '/' + encodeURIComponent(a.n), {Text: b.dataset.answer});
+          if (!j.ok) { showErr('err', j.error); allow.disabled = deny.disabled = false; return; }
+          card.remove();
+        });
+      }
+      const btns = el('div', 'pbtns'); btns.append(allow, deny); card.append(btns);
+      box.append(card);
+    }
+  }
+
+  let drawTimer = 0;
+  function later() {
+    if (!drawTimer) drawTimer = setTimeout(() => { drawTimer = 0; drawTurns(); }, 100);
+  }
+
+  // turns groups the events by turn.
+  function turns() {
+    const out = [];
+    let t = null;
+    for (const e of events) {
+      if (e.type === 'turn_start') { t = {start: Date.parse(e.time), segs: [], tokIn: 0, tokOut: 0, usd: 0, end: 0}; out.push(t); continue; }
+      if (!t) continue;
+      const at = Date.parse(e.time);
+      if (e.type === 'state') {
+        const last = t.segs[t.segs.length - 1];
+        if (last && !last.end) last.end = at;
+        const s = e.data.state;
+        if (s !== 'idle' && s !== 'error') t.segs.push({kind: s, start: at, end: 0});
+      } else if (e.type === 'usage') {
+        t.tokIn += (e.data.input || 0) + (e.data.cache_read || 0) + (e.data.cache_write || 0);
+        t.tokOut += e.data.output || 0;
+      } else if (e.type === 'cost') {
+        t.usd += e.data.usd || 0;
+      } else if (e.type === 'turn_end') {
+        t.end = t.start + (e.data.ms || (at - t.start));
+        const last = t.segs[t.segs.length - 1];
+        if (last && !last.end) last.end = at;
+        t = null;
+      }
+    }
+    return out;
+  }
+
+  function drawTurns() {
+    const ts = turns().slice(-12);
+    const tl = document.getElementById('timeline');
+    const tok = document.getElementById('tokens');
+    tl.replaceChildren(); tok.replaceChildren();
+    const now = Date.now();
+    let maxTok = 1;
+    for (const t of ts) maxTok = Math.max(maxTok, t.tokIn + t.tokOut);
+    ts.forEach((t, i) => {
+      const end = t.end || now, total = Math.max(1, end - t.start);
+      const line = el('div', 'turn');
+      line.append(el('div', 'tlabel', 'turn ' + (turns().length - ts.length + i + 1) + ' · ' + fmtMs(total) + (t.end ? '' : ' …')));
+      const bar = el('div', 'tbar');
+      for (const s of t.segs) {
+        const seg = el('div', 'seg g-' + s.kind.replace(/\s+/g, '-'));
+        const d = (s.end || now) - s.start;
+        seg.style.width = Math.max(0.5, 100 * d / total) + '%';
+        seg.title = s.kind + ' ' + fmtMs(d);
+        bar.append(seg);
+      }
+      line.append(bar);
+      tl.append(line);
+      const tr = el('div', 'turn');
+      tr.append(el('div', 'tlabel', 'in ' + t.tokIn + ' · out ' + t.tokOut + ' · $' + t.usd.toFixed(4)));
+      const tb = el('div', 'tbar');
+      const a = el('div', 'seg g-in'); a.style.width = (100 * t.tokIn / maxTok) + '%'; a.title = 'input ' + t.tokIn;
+      const b = el('div', 'seg g-out'); b.style.width = (100 * t.tokOut / maxTok) + '%'; b.title = 'output ' + t.tokOut;
+      tb.append(a, b); tr.append(tb); tok.append(tr);
+    });
+    if (!ts.length) { tl.append(el('p', 'dim', 'no turns yet')); }
+  }
+
+  const es = new EventSource('/events/s/' + encodeURIComponent(id));
+  es.addEventListener('chat', (m) => {
+    const stick = !ready || nearBottom();
+    for (const b of JSON.parse(m.data)) drawBlock(b);
+    if (stick && ready) window.scrollTo(0, document.body.scrollHeight);
+  });
+  es.addEventListener('ready', () => { ready = true; window.scrollTo(0, document.body.scrollHeight); root.dataset.ready = '1'; });
+  es.addEventListener('state', (m) => setState(JSON.parse(m.data)));
+  es.addEventListener('cost', (m) => {
+    const c = JSON.parse(m.data);
+    document.getElementById('cost').textContent = c.cost ? '$' + c.cost.replace(/^\$/, '') : '';
+    document.getElementById('ctx').textContent = c.ctx ? 'context ' + c.ctx : '';
+  });
+  es.addEventListener('asks', (m) => drawAsks(JSON.parse(m.data)));
+  es.addEventListener('events', (m) => {
+    for (const e of JSON.parse(m.data)) {
+      events.push(e);
+      if (e.type === 'tool_end') {
+        calls.push(e);
+        const d = chat.querySelector('details.call[data-call="' + (calls.length - 1) + '"]');
+        if (d) callMeta(d);
+      }
+      if (e.type === 'cost' || e.type === 'usage') later();
+    }
+    later();
+  });
+  es.addEventListener('gone', () => { setState('ended'); es.close(); });
+  // A stream that breaks is opened again by the browser; the blocks
+  // come again from the start.
+  es.addEventListener('open', () => { blocks.length = 0; calls.length = 0; events.length = 0; chat.replaceChildren(); ready = false; });
+
+  const form = document.getElementById('promptform');
+  async function send(op) {
+    const text = prompt.value;
+    if (!text.trim()) return;
+    const j = await post('/api/s/' + encodeURIComponent(id) + '/' + op, {Text: text});
+    if (!j.ok) { showErr('err', j.error); return; }
+    showErr('err', '');
+    prompt.value = '';
+  }
+  form.addEventListener('submit', (ev) => { ev.preventDefault(); send('prompt'); });
+  prompt.addEventListener('keydown', (ev) => {
+    if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing) { ev.preventDefault(); send('prompt'); }
+  });
+  for (const b of root.querySelectorAll('button[data-op]')) {
+    b.addEventListener('click', async () => {
+      const op = b.dataset.op;
+      if (op === 'queue') { send('queue'); return; }
+      let data = {};
+      if (op === 'rename') {
+        const name = window.prompt('New name', document.getElementById('sname').textContent);
+        if (!name) return;
+        data = {Text: name};
+      }
+      if (op === 'end' && !window.confirm('End this session? Its transcript is saved in tr/.')) return;
+      const j = await post('/api/s/' + encodeURIComponent(id) + '/' + op, data);
+      if (!j.ok) { showErr('err', j.error); return; }
+      showErr('err', '');
+      if (op === 'rename') document.getElementById('sname').textContent = data.Text;
+      if (op === 'end') location.href = '/';
+    });
+  }
+  setInterval(() => { if (events.length && stateEl.textContent !== 'idle') drawTurns(); }, 1000);
+}
+
+// ---- the editor ----
+
+function editPage(form) {
+  const saved = document.getElementById('saved');
+  const text = form.querySelector('textarea');
+  text.addEventListener('input', () => { saved.textContent = 'unsaved'; });
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    let path = form.dataset.path, create = false;
+    if (form.dataset.new) { path = form.dataset.dir + '/' + form.querySelector('input[name=name]').value.trim(); create = true; }
+    const j = await post('/api/put', {Path: path, Text: text.value, Create: create});
+    if (!j.ok) { showErr('err', j.error); saved.textContent = 'not saved'; return; }
+    showErr('err', '');
+    saved.textContent = 'saved';
+    if (create) location.href = '/edit?p=' + encodeURIComponent(j.path);
+  });
+}
+
+document.addEventListener('DOMContentLoaded', () => {
+  const s = document.getElementById('session');
+  if (s) sessionPage(s);
+  if (document.getElementById('sessions')) listPage();
+  const e = document.getElementById('editform');
+  if (e) editPage(e);
+});

@@ -1,0 +1,154 @@
+package web
+
+import (
+	"bytes"
+	"fmt"
+	"html"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/microcosm-cc/bluemonday"
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/extension"
+	"github.com/yuin/goldmark/renderer"
+	"github.com/yuin/goldmark/util"
+)
+
+// Everything the model, a tool or a file wrote is data. Markdown is
+// rendered here, on the server, with raw HTML left out, and what comes
+// out goes through an allow-list sanitizer before it reaches the page;
+// the page's Content-Security-Policy would stop a script that got
+// through anyway. Text that is not Markdown is escaped.
+
+var md = goldmark.New(
+	goldmark.WithExtensions(extension.GFM),
+	goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(codeRenderer{}, 100))),
+)
+
+// policy allows the elements Markdown makes and nothing that fetches or
+// runs: no images (the page loads nothing from anywhere but itself), no
+// forms, no styles, links only to http, https and mailto.
+var policy = func() *bluemonday.Policy {
+	p := bluemonday.NewPolicy()
+	p.AllowElements("p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote",
+		"ul", "ol", "li", "pre", "code", "em", "strong", "del", "table", "thead", "tbody", "tr", "th", "td", "span")
+	p.AllowAttrs("href").OnElements("a")
+	p.AllowURLSchemes("http", "https", "mailto")
+	p.RequireParseableURLs(true)
+	p.RequireNoFollowOnLinks(true)
+	p.RequireNoReferrerOnLinks(true)
+	p.AddTargetBlankToFullyQualifiedLinks(true)
+	p.AllowAttrs("class").Matching(regexp.MustCompile(`^(hl-[a-z]+|language-[A-Za-z0-9_+-]{1,30})$`)).OnElements("span", "code")
+	p.AllowAttrs("align").Matching(regexp.MustCompile(`^(left|right|center)$`)).OnElements("th", "td")
+	p.AllowAttrs("start").Matching(regexp.MustCompile(`^[0-9]{1,6}$`)).OnElements("ol")
+	return p
+}()
+
+// markdown renders untrusted Markdown to safe HTML.
+func markdown(src string) string {
+	var buf bytes.Buffer
+	if err := md.Convert([]byte(visible(src)), &buf); err != nil {
+		return "<pre>" + html.EscapeString(visible(src)) + "</pre>"
+	}
+	return policy.Sanitize(buf.String())
+}
+
+// visible makes text harmless to show: invalid UTF-8 becomes U+FFFD,
+// control characters (an escape sequence's ESC, a carriage return that
+// would hide what came before it, a backspace) their visible symbols
+// (␛ ␍ ␈), and the invisible characters that reorder or hide text
+// (bidirectional overrides, zero-width ones) a visible <U+XXXX>.
+func visible(s string) string {
+	if !needsVisible(s) {
+		return s
+	}
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\n' || r == '\t':
+			b.WriteRune(r)
+		case r < 0x20:
+			b.WriteRune(0x2400 + r)
+		case r == 0x7f:
+			b.WriteRune('\u2421')
+		case r >= 0x80 && r < 0xa0, hidden(r):
+			fmt.Fprintf(&b, "<U+%04X>", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func needsVisible(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f || c >= 0x80 {
+			return !isPlainUTF8(s[i:])
+		}
+	}
+	return false
+}
+
+// isPlainUTF8 reports whether s is valid UTF-8 with no control or hidden
+// characters outside ASCII's printable ones, \n and \t.
+func isPlainUTF8(s string) bool {
+	for _, r := range s {
+		if r == utf8.RuneError || (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || (r >= 0x80 && r < 0xa0) || hidden(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// hidden characters change how text around them is shown without being
+// seen themselves.
+func hidden(r rune) bool {
+	switch {
+	case r >= 0x200b && r <= 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069,
+		r == 0xfeff, r == 0x061c, r == 0x00ad:
+		return true
+	}
+	return false
+}
+
+// escape is visible text as HTML.
+func escape(s string) string { return html.EscapeString(visible(s)) }
+
+// codeRenderer draws fenced and indented code blocks with highlight()
+// instead of goldmark's plain escaping.
+type codeRenderer struct{}
+
+func (codeRenderer) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {
+	reg.Register(ast.KindFencedCodeBlock, renderCode)
+	reg.Register(ast.KindCodeBlock, renderCode)
+}
+
+func renderCode(w util.BufWriter, source []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
+	if !entering {
+		return ast.WalkContinue, nil
+	}
+	var lang string
+	if f, ok := node.(*ast.FencedCodeBlock); ok {
+		lang = string(f.Language(source))
+	}
+	var code strings.Builder
+	lines := node.Lines()
+	for i := 0; i < lines.Len(); i++ {
+		seg := lines.At(i)
+		code.Write(seg.Value(source))
+	}
+	w.WriteString("<pre><code")
+	if validLang.MatchString(lang) {
+		w.WriteString(` class="language-` + lang + `"`)
+	}
+	w.WriteString(">")
+	w.WriteString(highlight(lang, code.String()))
+	w.WriteString("</code></pre>\n")
+	return ast.WalkSkipChildren, nil
+}
+
+var validLang = regexp.MustCompile(`^[A-Za-z0-9_+-]{1,30}$`)

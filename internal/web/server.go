@@ -1,0 +1,185 @@
+// Package web is `ollie web`: a browser front-end that is one more 9P
+// client of the daemon. The daemon has no HTTP API; this process reads
+// and writes the same files a shell does (s/idx, s/<id>/chat, prompt,
+// ctl, ask/, m/, ...) and draws them as a page.
+//
+// Security is the first concern, since a page is reachable by every
+// other page the browser has open:
+//
+//   - it listens on loopback only (the caller checks the address);
+//   - a fresh token is made at every start and printed in the URL; the
+//     first request with it gets it back as an HttpOnly, SameSite=Strict
+//     cookie, and every request without the cookie gets 401 and nothing
+//     else;
+//   - the Host header must name the address it listens on, so that a
+//     DNS-rebound name (evil.example resolving to 127.0.0.1) gets nothing;
+//   - every request that changes something is a POST that must carry the
+//     page's CSRF token in a header and an Origin of this very server;
+//   - a strict Content-Security-Policy lets the page run only its own
+//     embedded script and load nothing from anywhere else, and model text
+//     is rendered to HTML and sanitized here, before it reaches the page.
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"ollie.dev/ollie/internal/ninep/client"
+)
+
+// Options configure a Server.
+type Options struct {
+	// Fsys is the 9P connection to the daemon for ordinary requests.
+	Fsys *client.Fsys
+	// Dial makes another connection, for the blocking reads of the
+	// session list (a connection holds at most 1024 requests at once);
+	// nil: they share Fsys.
+	Dial func(ctx context.Context) (*client.Fsys, error)
+	// Addr is the host:port the server listens on; the Host header of
+	// every request must name it (or localhost with the same port).
+	Addr string
+	// Token is the secret of the URL; "" makes a fresh one.
+	Token string
+	Logf  func(format string, args ...any)
+}
+
+// Server serves the page. Its zero value is not usable; make one with New.
+type Server struct {
+	o      Options
+	token  string
+	csrf   string
+	cookie string // the cookie's name, per port: cookies do not tell ports apart
+	hosts  map[string]bool
+	mux    *http.ServeMux
+	list   *sessionList
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// New makes a Server for o.
+func New(o Options) (*Server, error) {
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	host, port, err := net.SplitHostPort(o.Addr)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{o: o, token: o.Token, csrf: randomToken(), cookie: "ollie_web_" + port,
+		hosts: map[string]bool{net.JoinHostPort(host, port): true, "localhost:" + port: true}}
+	if s.token == "" {
+		s.token = randomToken()
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		s.hosts["127.0.0.1:"+port], s.hosts["[::1]:"+port] = true, true
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.list = newSessionList(s)
+	s.routes()
+	return s, nil
+}
+
+// URL is the address to open, with the token.
+func (s *Server) URL() string {
+	return "http://" + s.o.Addr + "/?token=" + url.QueryEscape(s.token)
+}
+
+// Start begins watching the tree for the session list.
+func (s *Server) Start() error { return s.list.start() }
+
+// Close stops the watchers and the streams.
+func (s *Server) Close() {
+	s.cancel()
+	s.wg.Wait()
+}
+
+func randomToken() string {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// ServeHTTP checks every request before it reaches a handler: the Host,
+// the token, and for a POST the Origin and the CSRF token.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "+
+		"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+	h.Set("Cross-Origin-Resource-Policy", "same-origin")
+	h.Set("Cache-Control", "no-store")
+	if !s.hosts[r.Host] {
+		http.Error(w, "421 wrong host: this server answers only to "+s.o.Addr, http.StatusMisdirectedRequest)
+		return
+	}
+	if t := r.URL.Query().Get("token"); t != "" && r.Method == http.MethodGet && equal(t, s.token) {
+		http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: s.token, Path: "/", HttpOnly: true,
+			SameSite: http.SameSiteStrictMode, Expires: time.Now().Add(30 * 24 * time.Hour)})
+		// The token leaves the address bar and the history at once.
+		q := r.URL.Query()
+		q.Del("token")
+		u := *r.URL
+		u.RawQuery = q.Encode()
+		http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+		return
+	}
+	if c, err := r.Cookie(s.cookie); err != nil || !equal(c.Value, s.token) {
+		h.Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusUnauthorized)
+		w.Write([]byte("401 unauthorized: open the URL that ollie web printed\n"))
+		return
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+	case http.MethodPost:
+		if err := s.checkCSRF(r); err != "" {
+			http.Error(w, "403 "+err, http.StatusForbidden)
+			return
+		}
+	default:
+		http.Error(w, "405 method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// checkCSRF says why a state-changing request is refused, or "". The
+// cookie is SameSite=Strict already; the Origin and the header, which
+// no other site can set without this server's consent (it gives none),
+// are a second and third lock.
+func (s *Server) checkCSRF(r *http.Request) string {
+	if o := r.Header.Get("Origin"); o != "http://"+r.Host {
+		return "cross-origin request refused (Origin " + quote(o) + ")"
+	}
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" {
+		return "cross-site request refused"
+	}
+	if !equal(r.Header.Get("X-Ollie-CSRF"), s.csrf) {
+		return "missing or wrong CSRF token: reload the page"
+	}
+	return ""
+}
+
+func equal(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
+
+func quote(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return strings.ReplaceAll(visible(s), "\n", " ")
+}

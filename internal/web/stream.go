@@ -1,0 +1,306 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"9fans.net/go/plan9"
+)
+
+// sse writes server-sent events; safe for concurrent use.
+type sse struct {
+	mu sync.Mutex
+	w  http.ResponseWriter
+	f  http.Flusher
+}
+
+func newSSE(w http.ResponseWriter) (*sse, bool) {
+	f, ok := w.(http.Flusher)
+	if !ok {
+		return nil, false
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	f.Flush()
+	return &sse{w: w, f: f}, true
+}
+
+func (e *sse) send(event string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, err := fmt.Fprintf(e.w, "event: %s\ndata: %s\n\n", event, b); err != nil {
+		return err
+	}
+	e.f.Flush()
+	return nil
+}
+
+// listStream sends the session list's changes to a page. The page was
+// drawn with the list as it was; it gets the whole list again first, in
+// case something changed in between.
+func (s *Server) listStream(w http.ResponseWriter, r *http.Request) {
+	c := s.list.subscribe()
+	defer s.list.unsubscribe(c)
+	ev, ok := newSSE(w)
+	if !ok {
+		return
+	}
+	if ev.send("list", listMsg{Op: "all", Rows: s.list.snapshot()}) != nil {
+		return
+	}
+	for {
+		select {
+		case m, ok := <-c:
+			if !ok {
+				return // fell behind: the page reconnects and gets all
+			}
+			if ev.send("list", m) != nil {
+				return
+			}
+		case <-r.Context().Done():
+			return
+		case <-s.ctx.Done():
+			return
+		}
+	}
+}
+
+// event is one line of a session's events, as the page gets it.
+type event struct {
+	Seq  int64          `json:"seq"`
+	Time time.Time      `json:"time"`
+	Type string         `json:"type"`
+	Data map[string]any `json:"data,omitempty"`
+}
+
+// sessionState is the session's state as the stream last saw it in
+// events, and a signal for the chat reader on every event.
+type sessionState struct {
+	mu    sync.Mutex
+	state string
+	wake  chan struct{}
+}
+
+func (st *sessionState) set(v string) {
+	st.mu.Lock()
+	st.state = v
+	st.mu.Unlock()
+}
+
+func (st *sessionState) get() string {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.state
+}
+
+func (st *sessionState) poke() {
+	select {
+	case st.wake <- struct{}{}:
+	default:
+	}
+}
+
+// chatPoll is how often the chat is read again at its end while a turn
+// runs. The tree has no blocking read of chat (a plain file on disk);
+// events say when the state changes, so the chat is re-read only while
+// the session is busy, and waits on events when it is idle.
+const chatPoll = 10 * time.Millisecond
+
+// sessionStream sends a page everything live about one session: the
+// chat's blocks as they grow (rendered here), the events, the state and
+// the pending consent requests.
+func (s *Server) sessionStream(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := context.AfterFunc(s.ctx, cancel)
+	defer stop()
+	first, err := s.read(ctx, "s/"+id+"/state")
+	if err != nil {
+		http.Error(w, "no session "+id+": "+err.Error(), http.StatusNotFound)
+		return
+	}
+	ev, ok := newSSE(w)
+	if !ok {
+		return
+	}
+	st := &sessionState{state: strings.TrimSpace(first), wake: make(chan struct{}, 1)}
+	ev.send("state", st.get())
+	if st.get() == "asking" {
+		s.sendAsks(ctx, ev, id)
+	}
+	s.sendCost(ctx, ev, id)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer cancel()
+		s.followEvents(ctx, ev, id, st)
+	}()
+	s.followChat(ctx, ev, id, st)
+	cancel()
+	wg.Wait()
+}
+
+// followEvents sends each event as it is appended, and the state and
+// consent requests when the state changes.
+func (s *Server) followEvents(ctx context.Context, ev *sse, id string, st *sessionState) {
+	f, err := s.o.Fsys.Open(ctx, "s/"+id+"/events", plan9.OREAD)
+	if err != nil {
+		return
+	}
+	defer f.Clunk(context.Background())
+	buf := make([]byte, max(f.Iounit(), 8192))
+	var off int64
+	var line []byte
+	for {
+		n, err := f.Read(ctx, buf, off)
+		if err != nil || n == 0 {
+			if ctx.Err() == nil {
+				ev.send("gone", id) // a read of events ends only when the session does
+			}
+			return
+		}
+		off += int64(n)
+		line = append(line, buf[:n]...)
+		var batch []event
+		for {
+			i := bytes.IndexByte(line, '\n')
+			if i < 0 {
+				break
+			}
+			var e event
+			if json.Unmarshal(line[:i], &e) == nil {
+				batch = append(batch, e)
+			}
+			line = line[i+1:]
+		}
+		line = append([]byte(nil), line...)
+		if len(batch) == 0 {
+			continue
+		}
+		if ev.send("events", batch) != nil {
+			return
+		}
+		now := ""
+		for _, e := range batch {
+			if e.Type == "state" {
+				now, _ = e.Data["state"].(string)
+			}
+		}
+		if was := st.get(); now != "" && now != was {
+			st.set(now)
+			ev.send("state", now)
+			if now == "asking" || was == "asking" {
+				s.sendAsks(ctx, ev, id)
+			}
+			if !busy(now) {
+				s.sendCost(ctx, ev, id)
+			}
+		}
+		st.poke()
+	}
+}
+
+// sendCost sends the session's cost and context use, after a turn.
+func (s *Server) sendCost(ctx context.Context, ev *sse, id string) {
+	cost, _ := s.read(ctx, "s/"+id+"/cost")
+	ctxsz, _ := s.read(ctx, "s/"+id+"/ctxsz")
+	ev.send("cost", map[string]string{"cost": sessionCost(cost), "ctx": percent(ctxsz)})
+}
+
+// ask is one pending consent request.
+type ask struct {
+	N    string `json:"n"`
+	Text string `json:"text"`
+}
+
+func (s *Server) sendAsks(ctx context.Context, ev *sse, id string) {
+	dirs, err := s.o.Fsys.ReadDir(ctx, "s/"+id+"/ask")
+	if err != nil {
+		return
+	}
+	asks := []ask{}
+	for _, d := range dirs {
+		text, err := s.read(ctx, "s/"+id+"/ask/"+d.Name)
+		if err != nil {
+			continue // answered meanwhile
+		}
+		asks = append(asks, ask{N: d.Name, Text: visible(text)})
+	}
+	ev.send("asks", asks)
+}
+
+// chatMsg is a block to draw (or redraw) at index I.
+type chatMsg struct {
+	I    int    `json:"i"`
+	Kind string `json:"k"`
+	HTML string `json:"h"`
+}
+
+func (s *Server) followChat(ctx context.Context, ev *sse, id string, st *sessionState) {
+	f, err := s.o.Fsys.Open(ctx, "s/"+id+"/chat", plan9.OREAD)
+	if err != nil {
+		return
+	}
+	defer f.Clunk(context.Background())
+	buf := make([]byte, max(f.Iounit(), 8192))
+	var off int64
+	var p chatParser
+	var sent []string // the HTML last sent for each block
+	caughtUp := false
+	for ctx.Err() == nil {
+		n, err := f.Read(ctx, buf, off)
+		if err != nil && err != io.EOF {
+			return
+		}
+		if n > 0 {
+			off += int64(n)
+			view, first := p.Write(buf[:n])
+			var msgs []chatMsg
+			for i := first; i < len(view); i++ {
+				h := blockHTML(view[i])
+				if i < len(sent) && sent[i] == h {
+					continue
+				}
+				if i >= len(sent) {
+					sent = append(sent, make([]string, i-len(sent)+1)...)
+				}
+				sent[i] = h
+				msgs = append(msgs, chatMsg{I: i, Kind: view[i].Kind, HTML: h})
+			}
+			if len(msgs) > 0 && ev.send("chat", msgs) != nil {
+				return
+			}
+			continue
+		}
+		if !caughtUp {
+			caughtUp = true
+			ev.send("ready", len(sent))
+		}
+		var tick <-chan time.Time
+		if busy(st.get()) {
+			tick = time.After(chatPoll)
+		}
+		select {
+		case <-st.wake:
+		case <-tick:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// busy says whether a turn may be writing to the chat.
+func busy(state string) bool { return state != "idle" && state != "error" && state != "" }
