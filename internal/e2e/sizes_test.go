@@ -100,7 +100,7 @@ func TestTailEvents(t *testing.T) {
 	seen("the last event before tail started", `"state":"idle"`)
 	e.sh(`echo 'block me' > $M/s/x/prompt`)
 	seen("the new turn", `"state":"running"`)
-	e.runner.releaseAll()
+	e.runner.Release()
 	seen("its end", `"state":"idle"`)
 	// And the chat's script tail follows too.
 	chat := e.follow(filepath.Join(e.mnt, "s", "x", "chat"))
