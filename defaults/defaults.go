@@ -21,6 +21,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 //go:embed all:a all:p all:sk all:t all:u all:x all:s all:b
@@ -54,6 +55,7 @@ func Install(root string, dirs ...string) (Report, error) {
 			man = map[string]string{} // a damaged manifest only costs upgrades
 		}
 	}
+	var todo []pending
 	for _, dir := range dirs {
 		err := fs.WalkDir(files, dir, func(p string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() || strings.HasPrefix(path.Base(p), ".") {
@@ -63,45 +65,81 @@ func Install(root string, dirs ...string) (Report, error) {
 			if err != nil {
 				return err
 			}
-			return installOne(root, p, data, man, &rep)
+			w, err := installOne(root, p, data, man, &rep)
+			if w != nil {
+				todo = append(todo, *w)
+			}
+			return err
 		})
 		if err != nil {
 			return rep, err
 		}
 	}
+	if err := writeAll(todo, man); err != nil {
+		return rep, err
+	}
 	b, _ := json.MarshalIndent(man, "", "\t")
 	return rep, writeFile(manPath, b, 0600)
 }
 
-func installOne(root, p string, data []byte, man map[string]string, rep *Report) error {
+// A pending file is one Install writes.
+type pending struct {
+	p, dst string
+	data   []byte
+	sum    string
+}
+
+// writeAll writes the files at once, each durably before it is renamed
+// into place: the file system commits their fsyncs together (31 files of
+// a first start, one after another, took 31 journal commits), and the
+// manifest, which says they were installed, is written only after all of
+// them are on disk.
+func writeAll(todo []pending, man map[string]string) error {
+	errs := make([]error, len(todo))
+	var wg sync.WaitGroup
+	for i, w := range todo {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = writeFile(w.dst, w.data, mode(w.p))
+		}()
+	}
+	wg.Wait()
+	for i, w := range todo {
+		if errs[i] != nil {
+			return errs[i]
+		}
+		man[w.p] = w.sum
+	}
+	return nil
+}
+
+// installOne decides about one shipped file: the write it needs, if any.
+func installOne(root, p string, data []byte, man map[string]string, rep *Report) (*pending, error) {
 	dst := filepath.Join(root, filepath.FromSlash(p))
 	sum := hash(data)
 	cur, err := os.ReadFile(dst)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if _, seen := man[p]; seen {
-			return nil // the user deleted it
+			return nil, nil // the user deleted it
 		}
 		rep.Installed = append(rep.Installed, p)
 	case err != nil:
-		return err
+		return nil, err
 	case hash(cur) == sum:
 		man[p] = sum
-		return nil
+		return nil, nil
 	case man[p] == hash(cur):
 		rep.Upgraded = append(rep.Upgraded, p)
 	default:
 		rep.Kept = append(rep.Kept, p)
-		return nil
+		return nil, nil
 	}
 	if err := os.MkdirAll(filepath.Dir(dst), 0700); err != nil {
-		return err
+		return nil, err
 	}
-	if err := writeFile(dst, data, mode(p)); err != nil {
-		return err
-	}
-	man[p] = sum
-	return nil
+	return &pending{p: p, dst: dst, data: data, sum: sum}, nil
 }
 
 // mode makes tools, utilities, plugins and session scripts executable.
