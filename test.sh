@@ -66,8 +66,7 @@ for t in \
 	./internal/ninep:FuzzParse:15s ./internal/ninep:FuzzServe:15s \
 	./internal/ninep/client:FuzzFindPin:5s ./internal/ns:FuzzMessageUTF8:5s \
 	./internal/valid:FuzzText:5s ./internal/redact:FuzzString:5s \
-	./internal/agentcfg:FuzzParse:5s ./internal/batch:FuzzParseSpec:5s \
-	./internal/session:FuzzLoadQueue:5s; do
+	./internal/agentcfg:FuzzParse:5s ./internal/batch:FuzzParseSpec:5s; do
 	pkg=${t%%:*} rest=${t#*:}
 	go test -run='^$' -fuzz="^${rest%%:*}\$" -fuzztime="${rest#*:}" "$pkg"
 done
