@@ -72,6 +72,7 @@ for t in \
 	./internal/redact:FuzzString:5s \
 	./internal/agentcfg:FuzzParse:5s \
 	./internal/batch:FuzzParseSpec:5s \
+	./internal/session:FuzzLoadQueue:5s \
 	./internal/backend:FuzzDecoders:10s \
 	./internal/bench:FuzzMarkerScanner:5s \
 	./internal/web:FuzzChat:5s; do
