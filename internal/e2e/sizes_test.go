@@ -67,6 +67,14 @@ func TestSizeChangesBetweenOpens(t *testing.T) {
 		t.Fatalf("cfg read after a change of its size (was %s) = %q", strings.TrimSpace(before), got)
 	}
 	e.sh(`[ "$(stat -c %s $M/s/x/cfg)" = "$(cat $M/s/x/cfg | wc -c)" ]`)
+	// A file the daemon appends to behind the mount's back (context) is
+	// read whole right after it grew, though its last size was just seen.
+	sess, ok := e.daemon().Sessions.Get("x")
+	if !ok {
+		t.Fatal("no session x")
+	}
+	e.sh(`cat $M/s/x/context >/dev/null; stat $M/s/x/context >/dev/null; echo grow > $M/s/x/prompt; cat $M/s/x/wait >/dev/null
+		[ "$(cat $M/s/x/context | wc -c)" = "$(wc -c < ` + sess.ContextPath() + `)" ]`)
 	// Several reads of one open see the snapshot of that open, whatever
 	// changes meanwhile.
 	e.sh(`exec 3< $M/s/x/usage; head -c 3 <&3 >/dev/null; echo hi > $M/s/x/prompt; cat $M/s/x/wait >/dev/null; cat <&3 >/dev/null; exec 3<&-`)

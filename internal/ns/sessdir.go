@@ -105,8 +105,10 @@ type fileSpec struct {
 	// takes the session's values without waiting (session.Peek...); false
 	// means the lock was taken, and stat shows the length it found last.
 	view func(d *sessionDir) ([]byte, bool)
-	// disk: a file the session keeps on disk, read as it is. Every other
-	// file is made at open, and its stat says so (tree.Synthesized).
+	// disk: a file the session keeps on disk and a client may cache by
+	// its version (plan), or append-only (chat, events). Every other file
+	// is made at open or changes behind a client's back (context), and
+	// its stat says so (tree.Synthesized): no cache may cut its reads.
 	disk bool
 }
 

@@ -65,7 +65,8 @@ var sessionTable = []fileSpec{
 			return newSettings(d.cfgMsg(), d.renderCfg, d.setCfg), nil
 		},
 		view: func(d *sessionDir) ([]byte, bool) { return d.renderCfg(), true }},
-	{name: "context", perm: 0444, mode: "r", disk: true,
+	// context grows behind a client's back: not disk, so never cached.
+	{name: "context", perm: 0444, mode: "r",
 		doc:  "The message history as sent to the model, JSON lines.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return openFileHandle(d.s.ContextPath()) },
 		stat: func(s *session.Session, st *plan9.Dir) { statDisk(s.ContextPath(), st) }},

@@ -9,7 +9,8 @@ import (
 )
 
 // Synthesized marks, in a stat's mode (DMTMP: not backed up), a file
-// whose content is made when it is opened rather than stored. Its length is that of a read at the moment of the stat, but the
+// whose content is made when it is opened rather than stored, or that
+// the server changes behind its clients' backs (a session's context). Its length is that of a read at the moment of the stat, but the
 // next open may read another: clients must not cache its content or trust
 // its length to bound a read (the FUSE bridge opens it with direct I/O).
 const Synthesized = plan9.DMTMP
