@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -289,6 +290,23 @@ func TestProfiles(t *testing.T) {
 	f.wantOK(res, "scratch\n")
 }
 
+// guarded holds the ports TestEscapeDaemonPorts guards, made once.
+var guarded struct {
+	once            sync.Once
+	daemon, backend string
+	err             error
+}
+
+func acceptAndClose(l net.Listener) {
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		c.Close()
+	}
+}
+
 // TestEscapeDaemonPorts: a stage under the default profile, which has the
 // network, cannot connect to or bind the daemon's TCP port, nor bind a
 // local backend's port while it is free (it would catch the key sent with
@@ -296,27 +314,36 @@ func TestProfiles(t *testing.T) {
 func TestEscapeDaemonPorts(t *testing.T) {
 	requirePython(t)
 	f := newFixture(t)
-	serve := func() (net.Listener, string) {
+	// The guarded ports are fixed for the life of the process (the
+	// guard is set up once), so the daemon's and the backend's ports are
+	// the same in every run of this test (-count).
+	guarded.once.Do(func() {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			t.Fatal(err)
+			guarded.err = err
+			return
 		}
-		t.Cleanup(func() { l.Close() })
-		go func() {
-			for {
-				c, err := l.Accept()
-				if err != nil {
-					return
-				}
-				c.Close()
-			}
-		}()
-		return l, strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+		go acceptAndClose(l) // open for the rest of the process, like a daemon's port
+		guarded.daemon = strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+		b, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			guarded.err = err
+			return
+		}
+		guarded.backend = strconv.Itoa(b.Addr().(*net.TCPAddr).Port)
+		b.Close() // the backend is down, its port free
+	})
+	if guarded.err != nil {
+		t.Fatal(guarded.err)
 	}
-	_, daemon := serve()
-	_, other := serve()
-	l, backend := serve()
-	l.Close() // the backend is down, its port free
+	daemon, backend := guarded.daemon, guarded.backend
+	ol, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ol.Close() })
+	go acceptAndClose(ol)
+	other := strconv.Itoa(ol.Addr().(*net.TCPAddr).Port)
 	port := func(s string) uint16 { n, _ := strconv.Atoi(s); return uint16(n) }
 	f.ports = sandbox.Guard{Connect: []uint16{port(daemon)}, Bind: []uint16{port(backend)}}
 	sock := func(op, p string) string {
