@@ -184,6 +184,16 @@ function sessionPage(root) {
     }
   }
 
+  const pending = new Map();
+  let flushing = false;
+  function flush() {
+    flushing = false;
+    const stick = !ready || nearBottom();
+    for (const b of [...pending.values()].sort((x, y) => x.i - y.i)) drawBlock(b);
+    pending.clear();
+    if (stick && ready) window.scrollTo(0, document.body.scrollHeight);
+  }
+
   let drawTimer = 0;
   function later() {
     if (!drawTimer) drawTimer = setTimeout(() => { drawTimer = 0; drawTurns(); }, 100);
@@ -251,13 +261,14 @@ function sessionPage(root) {
 
   const es = stream('/events/s/' + encodeURIComponent(id), {
     // A stream opened again sends the blocks from the start.
-    open: () => { blocks.length = 0; calls.length = 0; events.length = 0; chat.replaceChildren(); ready = false; },
+    open: () => { pending.clear(); blocks.length = 0; calls.length = 0; events.length = 0; chat.replaceChildren(); ready = false; },
+    // Blocks are drawn in a task after the messages already queued, so a
+    // page that falls behind draws each block once, as it stands last.
     chat: (list) => {
-      const stick = !ready || nearBottom();
-      for (const b of list) drawBlock(b);
-      if (stick && ready) window.scrollTo(0, document.body.scrollHeight);
+      for (const b of list) pending.set(b.i, b);
+      if (!flushing) { flushing = true; setTimeout(flush, 0); }
     },
-    ready: () => { ready = true; window.scrollTo(0, document.body.scrollHeight); root.dataset.ready = '1'; },
+    ready: () => { flush(); ready = true; window.scrollTo(0, document.body.scrollHeight); root.dataset.ready = '1'; },
     state: setState,
     cost: (c) => {
       document.getElementById('cost').textContent = c.cost ? '$' + c.cost.replace(/^\$/, '') : '';
