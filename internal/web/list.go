@@ -42,6 +42,7 @@ type sessionList struct {
 	s     *Server
 	conns conns
 	kick  chan struct{} // asks for a re-read of s/idx
+	sem   chan struct{} // bounds the refreshes running at once (a connection runs at most 1024 requests)
 	sync  sync.Mutex    // one resync at a time, so none publishes an older s/idx over a newer
 
 	mu       sync.Mutex // guards the fields below
@@ -54,7 +55,7 @@ type sessionList struct {
 const resyncEvery = 5 * time.Second
 
 func newSessionList(s *Server) *sessionList {
-	return &sessionList{s: s, conns: conns{s: s}, kick: make(chan struct{}, 1),
+	return &sessionList{s: s, conns: conns{s: s}, kick: make(chan struct{}, 1), sem: make(chan struct{}, 16),
 		rows: map[string]*row{}, watching: map[string]context.CancelFunc{}, subs: map[chan listMsg]bool{}}
 }
 
@@ -194,6 +195,12 @@ func (l *sessionList) watch(ctx context.Context, id string) {
 func (l *sessionList) refresh(id string) {
 	defer l.s.wg.Done()
 	ctx := l.s.ctx
+	select {
+	case l.sem <- struct{}{}:
+	case <-ctx.Done():
+		return
+	}
+	defer func() { <-l.sem }()
 	cost, _ := l.s.read(ctx, "s/"+id+"/cost")
 	ctxsz, _ := l.s.read(ctx, "s/"+id+"/ctxsz")
 	l.mu.Lock()
