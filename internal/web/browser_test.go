@@ -294,6 +294,20 @@ func TestBrowser(t *testing.T) {
 			do(t, ctx, chromedp.Navigate(e.base+p.path), chromedp.WaitVisible(chromedp.CSS(p.ready)))
 			shot(t, ctx, p.name)
 		}
+		// The list is live: a session a shell makes appears, and its state
+		// follows the tree.
+		do(t, ctx, chromedp.Navigate(e.base+"/"), chromedp.WaitVisible(chromedp.CSS("#sessions tbody tr")))
+		other := e.newSession("fromshell")
+		until(t, ctx, "the shell's session in the list", `!!document.querySelector('#sessions tr[data-id=`+js(other)+`]')`)
+		if err := e.fsys.WriteFile(context.Background(), "s/"+other+"/prompt", []byte("slow again\n"), 0); err != nil {
+			t.Fatal(err)
+		}
+		until(t, ctx, "its state in the list", `document.querySelector('#sessions tr[data-id=`+js(other)+`] .state').textContent === 'calling execute_code'`)
+		if err := e.fsys.WriteFile(context.Background(), "s/"+other+"/ctl", []byte("stop\n"), 0); err != nil {
+			t.Fatal(err)
+		}
+		until(t, ctx, "idle again in the list", `document.querySelector('#sessions tr[data-id=`+js(other)+`] .state').textContent === 'idle'`)
+
 		// Dark mode: the same pages under prefers-color-scheme: dark.
 		do(t, ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 			_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{

@@ -50,6 +50,7 @@ type sessionList struct {
 	order    []string // ids in s/idx order
 	watching map[string]context.CancelFunc
 	subs     map[chan listMsg]bool
+	version  int64 // how many changes were published
 }
 
 const resyncEvery = 5 * time.Second
@@ -236,10 +237,14 @@ func percent(text string) string {
 	return text[i+1 : j+1]
 }
 
-// snapshot returns the rows in s/idx order, most recently listed first.
-func (l *sessionList) snapshot() []*row {
+// snapshot returns the rows in s/idx order, and the version they are.
+func (l *sessionList) snapshot() ([]*row, int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.snapshotLocked(), l.version
+}
+
+func (l *sessionList) snapshotLocked() []*row {
 	out := make([]*row, 0, len(l.order))
 	for _, id := range l.order {
 		if r := l.rows[id]; r != nil {
@@ -271,11 +276,16 @@ func (l *sessionList) find(key string) *row {
 
 // subscribe returns a channel of changes; a subscriber that falls 256
 // changes behind is dropped (its channel closed) and reloads the list.
-func (l *sessionList) subscribe() chan listMsg {
+// Unless the subscriber has the list of version seen, the channel starts
+// with the whole list.
+func (l *sessionList) subscribe(seen int64) chan listMsg {
 	c := make(chan listMsg, 256)
 	l.mu.Lock()
+	defer l.mu.Unlock()
+	if seen != l.version {
+		c <- listMsg{Op: "all", Rows: l.snapshotLocked()}
+	}
 	l.subs[c] = true
-	l.mu.Unlock()
 	return c
 }
 
@@ -289,6 +299,7 @@ func (l *sessionList) unsubscribe(c chan listMsg) {
 }
 
 func (l *sessionList) publishLocked(m listMsg) {
+	l.version++
 	for c := range l.subs {
 		select {
 		case c <- m:

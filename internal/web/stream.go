@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -96,16 +97,17 @@ func (e *sse) send(event string, v any) error {
 }
 
 // listStream sends the session list's changes to a page. The page was
-// drawn with the list as it was; it gets the whole list again first, in
-// case something changed in between.
+// drawn with the list of version v; it gets the whole list again first
+// only if something changed since.
 func (s *Server) listStream(w http.ResponseWriter, r *http.Request) {
-	c := s.list.subscribe()
+	seen, err := strconv.ParseInt(r.URL.Query().Get("v"), 10, 64)
+	if err != nil {
+		seen = -1
+	}
+	c := s.list.subscribe(seen)
 	defer s.list.unsubscribe(c)
 	ev, ctx, ok := openSink(r.Context(), w, r)
 	if !ok {
-		return
-	}
-	if ev.send("list", listMsg{Op: "all", Rows: s.list.snapshot()}) != nil {
 		return
 	}
 	for {

@@ -36,14 +36,14 @@ function fmtMs(ms) {
   return Math.floor(ms / 60000) + ' m ' + Math.round((ms % 60000) / 1000) + ' s';
 }
 
-// stream opens a WebSocket to path and calls on[event](data) for each
+// stream opens a WebSocket to path (or the path a function gives) and calls on[event](data) for each
 // message; when it breaks it is opened again, calling on.open first.
 // (WebSockets rather than EventSource: a browser holds at most six
 // HTTP/1.1 connections to a host, and each open page would hold one.)
 function stream(path, on) {
   let closed = false, delay = 500;
   const open = () => {
-    const ws = new WebSocket('ws://' + location.host + path);
+    const ws = new WebSocket('ws://' + location.host + (typeof path === 'function' ? path() : path));
     ws.addEventListener('open', () => { delay = 500; if (on.open) on.open(); });
     ws.addEventListener('message', (m) => {
       const msg = JSON.parse(m.data);
@@ -83,7 +83,11 @@ function listPage() {
   const rows = new Map();
   for (const tr of tbody.children) rows.set(tr.dataset.id, tr);
   const recount = () => { count.textContent = rows.size; };
-  stream('/events/list', {list: (msg) => {
+  // The first connection says which version of the list the page was
+  // drawn with, so an unchanged list is not sent again; a connection
+  // made again gets it whole.
+  let path = '/events/list?v=' + encodeURIComponent(document.getElementById('sessions').dataset.v);
+  stream(() => { const p = path; path = '/events/list'; return p; }, {list: (msg) => {
     if (msg.op === 'all') {
       const frag = document.createDocumentFragment();
       rows.clear();
