@@ -3,12 +3,15 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	neturl "net/url"
 	"os"
 	"os/exec"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,6 +21,7 @@ import (
 
 	"9fans.net/go/plan9"
 	"github.com/chromedp/chromedp"
+	"github.com/coder/websocket"
 
 	"ollie.dev/ollie/internal/daemon"
 	"ollie.dev/ollie/internal/session"
@@ -118,6 +122,17 @@ func BenchmarkWeb(b *testing.B) {
 	rssIdle := rss(cmd.Process.Pid)
 	b.Logf("%s: list served", time.Now().Format(time.TimeOnly))
 
+	// The server's part alone: 20 WebSocket clients in Go, no browser.
+	const pages, chunks = 20, 100
+	cookie := ""
+	for _, c := range jar.Cookies(mustURL(base)) {
+		cookie = c.Name + "=" + c.Value
+	}
+	serverLat := wsRound(b, base, cookie, ids[:pages], chunks, func(id string) {
+		fsys.WriteFile(ctx, "s/"+id+"/prompt", []byte(fmt.Sprintf("stream %d\n", chunks)), 0)
+	})
+	b.Logf("%s: server part measured", time.Now().Format(time.TimeOnly))
+
 	actx, cancelA := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath("/usr/bin/chromium"), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.UserDataDir(b.TempDir()))...)
 	defer cancelA()
@@ -146,13 +161,15 @@ func BenchmarkWeb(b *testing.B) {
 		pageLoad = append(pageLoad, v)
 	}
 
-	const pages, chunks = 20, 100
 	tabs := make([]context.Context, pages)
 	for i := range tabs {
 		tctx, cancel := chromedp.NewContext(bctx)
 		defer cancel()
 		tabs[i] = tctx
-		if err := do(tctx, chromedp.Navigate(base+"/s/"+ids[i]), chromedp.WaitVisible(chromedp.CSS("#session[data-ready='1']"))); err != nil {
+		if err := chromedp.Do(tctx); err != nil { // opens the tab; a timeout here would close it after
+			b.Fatal(err)
+		}
+		if err := do(tctx, chromedp.Navigate(base+"/s/"+ids[pages+i]), chromedp.WaitVisible(chromedp.CSS("#session[data-ready='1']"))); err != nil {
 			b.Fatal(err)
 		}
 		if err := do(tctx, chromedp.Evaluate[chromedp.Void](observer)); err != nil {
@@ -167,7 +184,7 @@ func BenchmarkWeb(b *testing.B) {
 		go func(id string) {
 			defer wg.Done()
 			fsys.WriteFile(ctx, "s/"+id+"/prompt", []byte(fmt.Sprintf("stream %d\n", chunks)), 0)
-		}(ids[i])
+		}(ids[pages+i])
 	}
 	wg.Wait()
 	var lat []float64
@@ -183,6 +200,8 @@ func BenchmarkWeb(b *testing.B) {
 		lat = append(lat, l...)
 	}
 	rssStream := rss(cmd.Process.Pid)
+	b.ReportMetric(pct(serverLat, 50), "chunk→ws-p50-ms")
+	b.ReportMetric(pct(serverLat, 99), "chunk→ws-p99-ms")
 	b.ReportMetric(pct(lat, 50), "chunk→DOM-p50-ms")
 	b.ReportMetric(pct(lat, 99), "chunk→DOM-p99-ms")
 	b.ReportMetric(pct(lat, 100), "chunk→DOM-max-ms")
@@ -194,6 +213,78 @@ func BenchmarkWeb(b *testing.B) {
 	b.ReportMetric(rssPages, "rss-20pages-MB")
 	b.ReportMetric(rssStream, "rss-20streaming-MB")
 	b.Logf("%d chunks measured", len(lat))
+}
+
+func mustURL(s string) *neturl.URL {
+	u, err := neturl.Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return u
+}
+
+var stamp = regexp.MustCompile(`⟨(\d+)⟩`)
+
+// wsRound opens a WebSocket stream per session as the page does, starts
+// every session's reply, and returns how long after each chunk was
+// written its message arrived (ms).
+func wsRound(b *testing.B, base, cookie string, ids []string, chunks int, prompt func(id string)) []float64 {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var mu sync.Mutex
+	var lat []float64
+	var wg, ready sync.WaitGroup
+	for _, id := range ids {
+		h := http.Header{"Cookie": {cookie}, "Origin": {base}}
+		c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(base, "http")+"/events/s/"+id, &websocket.DialOptions{HTTPHeader: h})
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.SetReadLimit(1 << 24)
+		wg.Add(1)
+		ready.Add(1)
+		go func() {
+			defer wg.Done()
+			defer c.CloseNow()
+			seen, isReady := 0, false
+			for seen < chunks {
+				_, data, err := c.Read(ctx)
+				if err != nil {
+					return
+				}
+				now := time.Now().UnixMicro()
+				var m struct {
+					E string          `json:"e"`
+					D json.RawMessage `json:"d"`
+				}
+				json.Unmarshal(data, &m)
+				if m.E == "ready" && !isReady {
+					isReady = true
+					ready.Done()
+				}
+				if m.E != "chat" {
+					continue
+				}
+				var blocks []struct{ H string }
+				json.Unmarshal(m.D, &blocks)
+				for _, bl := range blocks {
+					all := stamp.FindAllStringSubmatch(bl.H, -1)
+					for ; seen < len(all); seen++ {
+						t, _ := strconv.ParseInt(all[seen][1], 10, 64)
+						mu.Lock()
+						lat = append(lat, float64(now-t)/1000)
+						mu.Unlock()
+					}
+				}
+			}
+		}()
+	}
+	ready.Wait()
+	for _, id := range ids {
+		go prompt(id)
+	}
+	wg.Wait()
+	return lat
 }
 
 // observer records, for each chunk stamp that reaches the chat's DOM,

@@ -101,3 +101,55 @@ func TestWebLoopbackOnly(t *testing.T) {
 		t.Errorf("ollie.json with web on a public address: exit %d, %s", code, errb.String())
 	}
 }
+
+// TestStartStartsWeb: with "web" in ollie.json, ollie start starts
+// ollie web too and prints its URL, and ollie stop ends both.
+func TestStartStartsWeb(t *testing.T) {
+	home := t.TempDir()
+	rt, err := os.MkdirTemp("", "olw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(rt)
+	os.MkdirAll(filepath.Join(home, ".config/ollie"), 0700)
+	os.WriteFile(filepath.Join(home, ".config/ollie/ollie.json"), []byte(`{"web": "127.0.0.1:0"}`), 0600)
+	exe, _ := os.Executable()
+	env := []string{"OLLIE_TEST_MAIN=1", "HOME=" + home, "XDG_RUNTIME_DIR=" + rt, "PATH=/usr/bin:/bin"}
+	run := func(args ...string) string {
+		cmd := exec.Command(exe, args...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("ollie %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	out := run("start", "-nomount")
+	t.Cleanup(func() {
+		cmd := exec.Command(exe, "stop")
+		cmd.Env = env
+		cmd.Run()
+	})
+	_, u, ok := strings.Cut(out, "web    ")
+	u, _, _ = strings.Cut(u, "\n")
+	if !ok || !strings.HasPrefix(u, "http://127.0.0.1:") || !strings.Contains(u, "/?token=") {
+		t.Fatalf("ollie start printed no URL:\n%s", out)
+	}
+	base, _, _ := strings.Cut(u, "/?")
+	resp, err := http.Get(base + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("GET / without the token: %s", resp.Status)
+	}
+	run("stop")
+	testutil.Until(t, "ollie web to end with the daemon", func() bool {
+		resp, err := http.Get(base + "/")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err != nil
+	})
+}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"ollie.dev/ollie/internal/llmtest"
@@ -292,6 +294,32 @@ func TestBrowser(t *testing.T) {
 			do(t, ctx, chromedp.Navigate(e.base+p.path), chromedp.WaitVisible(chromedp.CSS(p.ready)))
 			shot(t, ctx, p.name)
 		}
+		// The list is live: a session a shell makes appears, and its state
+		// follows the tree.
+		do(t, ctx, chromedp.Navigate(e.base+"/"), chromedp.WaitVisible(chromedp.CSS("#sessions tbody tr")))
+		other := e.newSession("fromshell")
+		until(t, ctx, "the shell's session in the list", `!!document.querySelector('#sessions tr[data-id=`+js(other)+`]')`)
+		if err := e.fsys.WriteFile(context.Background(), "s/"+other+"/prompt", []byte("slow again\n"), 0); err != nil {
+			t.Fatal(err)
+		}
+		until(t, ctx, "its state in the list", `document.querySelector('#sessions tr[data-id=`+js(other)+`] .state').textContent === 'calling execute_code'`)
+		if err := e.fsys.WriteFile(context.Background(), "s/"+other+"/ctl", []byte("stop\n"), 0); err != nil {
+			t.Fatal(err)
+		}
+		until(t, ctx, "idle again in the list", `document.querySelector('#sessions tr[data-id=`+js(other)+`] .state').textContent === 'idle'`)
+
+		// Dark mode: the same pages under prefers-color-scheme: dark.
+		do(t, ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+				Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}})
+			return err
+		}))
+		do(t, ctx, chromedp.Navigate(e.base+"/s/"+id), chromedp.WaitVisible(chromedp.CSS("#session[data-ready='1']")))
+		if bg := eval[string](t, ctx, "getComputedStyle(document.body).backgroundColor"); bg != "rgb(21, 22, 26)" {
+			t.Errorf("dark mode background %s", bg)
+		}
+		do(t, ctx, chromedp.Evaluate[chromedp.Void](`for (const d of document.querySelectorAll('details.call')) d.open = true`))
+		shot(t, ctx, "session-dark")
 		do(t, ctx, chromedp.Navigate(e.base+"/search?q=multi+line+one"), chromedp.WaitVisible(chromedp.CSS(".hits li a")))
 		if got := eval[string](t, ctx, "document.querySelector('.hits li a').textContent"); got != "webtest" {
 			t.Errorf("search hit in %q", got)

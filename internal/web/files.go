@@ -151,7 +151,8 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 			}
 			return true
 		}
-		for _, rw := range s.list.snapshot() {
+		rows, _ := s.list.snapshot()
+		for _, rw := range rows {
 			title := rw.Name
 			if title == "" {
 				title = rw.ID

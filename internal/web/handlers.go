@@ -85,13 +85,15 @@ func (s *Server) render(w http.ResponseWriter, name, title, nav string, data any
 
 type indexData struct {
 	Rows     []*row
+	Version  int64
 	Agents   []string
 	Backends []string
 	Cwd      string
 }
 
 func (s *Server) index(w http.ResponseWriter, r *http.Request) {
-	d := indexData{Rows: s.list.snapshot()}
+	d := indexData{}
+	d.Rows, d.Version = s.list.snapshot()
 	if dirs, err := s.o.Fsys.ReadDir(r.Context(), "a"); err == nil {
 		for _, e := range dirs {
 			if n, ok := strings.CutSuffix(e.Name, ".json"); ok {

@@ -42,6 +42,7 @@ type sessionList struct {
 	s     *Server
 	conns conns
 	kick  chan struct{} // asks for a re-read of s/idx
+	sem   chan struct{} // bounds the refreshes running at once (a connection runs at most 1024 requests)
 	sync  sync.Mutex    // one resync at a time, so none publishes an older s/idx over a newer
 
 	mu       sync.Mutex // guards the fields below
@@ -49,12 +50,13 @@ type sessionList struct {
 	order    []string // ids in s/idx order
 	watching map[string]context.CancelFunc
 	subs     map[chan listMsg]bool
+	version  int64 // how many changes were published
 }
 
 const resyncEvery = 5 * time.Second
 
 func newSessionList(s *Server) *sessionList {
-	return &sessionList{s: s, conns: conns{s: s}, kick: make(chan struct{}, 1),
+	return &sessionList{s: s, conns: conns{s: s}, kick: make(chan struct{}, 1), sem: make(chan struct{}, 16),
 		rows: map[string]*row{}, watching: map[string]context.CancelFunc{}, subs: map[chan listMsg]bool{}}
 }
 
@@ -194,6 +196,12 @@ func (l *sessionList) watch(ctx context.Context, id string) {
 func (l *sessionList) refresh(id string) {
 	defer l.s.wg.Done()
 	ctx := l.s.ctx
+	select {
+	case l.sem <- struct{}{}:
+	case <-ctx.Done():
+		return
+	}
+	defer func() { <-l.sem }()
 	cost, _ := l.s.read(ctx, "s/"+id+"/cost")
 	ctxsz, _ := l.s.read(ctx, "s/"+id+"/ctxsz")
 	l.mu.Lock()
@@ -229,10 +237,14 @@ func percent(text string) string {
 	return text[i+1 : j+1]
 }
 
-// snapshot returns the rows in s/idx order, most recently listed first.
-func (l *sessionList) snapshot() []*row {
+// snapshot returns the rows in s/idx order, and the version they are.
+func (l *sessionList) snapshot() ([]*row, int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.snapshotLocked(), l.version
+}
+
+func (l *sessionList) snapshotLocked() []*row {
 	out := make([]*row, 0, len(l.order))
 	for _, id := range l.order {
 		if r := l.rows[id]; r != nil {
@@ -264,11 +276,16 @@ func (l *sessionList) find(key string) *row {
 
 // subscribe returns a channel of changes; a subscriber that falls 256
 // changes behind is dropped (its channel closed) and reloads the list.
-func (l *sessionList) subscribe() chan listMsg {
+// Unless the subscriber has the list of version seen, the channel starts
+// with the whole list.
+func (l *sessionList) subscribe(seen int64) chan listMsg {
 	c := make(chan listMsg, 256)
 	l.mu.Lock()
+	defer l.mu.Unlock()
+	if seen != l.version {
+		c <- listMsg{Op: "all", Rows: l.snapshotLocked()}
+	}
 	l.subs[c] = true
-	l.mu.Unlock()
 	return c
 }
 
@@ -282,6 +299,7 @@ func (l *sessionList) unsubscribe(c chan listMsg) {
 }
 
 func (l *sessionList) publishLocked(m listMsg) {
+	l.version++
 	for c := range l.subs {
 		select {
 		case c <- m:

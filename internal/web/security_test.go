@@ -133,6 +133,20 @@ func TestCSRF(t *testing.T) {
 			t.Errorf("%s: %d", m, code)
 		}
 	}
+	// A page of another site may open a WebSocket to any address (no
+	// same-origin policy there): the handshake's Origin must be ours.
+	for _, origin := range []string{"http://evil.example", "", "null"} {
+		req, _ := http.NewRequest("GET", e.base+"/events/s/"+id, nil)
+		for k, v := range map[string]string{"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="} {
+			req.Header.Set(k, v)
+		}
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		if code, body, _ := get(t, c, req); code != http.StatusForbidden || strings.Contains(body, "csrf") {
+			t.Errorf("WebSocket from Origin %q: %d %q", origin, code, body)
+		}
+	}
 	if code := post(e.base, csrf, "application/json", "same-origin"); code != http.StatusOK {
 		t.Fatalf("the page's own POST: %d", code)
 	}

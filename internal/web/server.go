@@ -115,18 +115,20 @@ func randomToken() string {
 // the token, and for a POST the Origin and the CSRF token.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
-	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "+
-		"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
+	if !s.hosts[r.Host] {
+		http.Error(w, "421 wrong host: this server answers only to "+s.o.Addr, http.StatusMisdirectedRequest)
+		return
+	}
+	// The page's streams are WebSockets to this host; 'self' covers
+	// them in current browsers, the explicit ws: source in older ones.
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "+
+		"connect-src 'self' ws://"+r.Host+"; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cross-Origin-Opener-Policy", "same-origin")
 	h.Set("Cross-Origin-Resource-Policy", "same-origin")
 	h.Set("Cache-Control", "no-store")
-	if !s.hosts[r.Host] {
-		http.Error(w, "421 wrong host: this server answers only to "+s.o.Addr, http.StatusMisdirectedRequest)
-		return
-	}
 	if t := r.URL.Query().Get("token"); t != "" && r.Method == http.MethodGet && equal(t, s.token) {
 		http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: s.token, Path: "/", HttpOnly: true,
 			SameSite: http.SameSiteStrictMode, Expires: time.Now().Add(30 * 24 * time.Hour)})

@@ -7,12 +7,62 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"9fans.net/go/plan9"
+	"github.com/coder/websocket"
 )
+
+// A sink takes the messages of a stream: server-sent events, or a
+// WebSocket. The page uses WebSockets, since a browser opens at most six
+// HTTP/1.1 connections to one host and each event stream holds one for
+// as long as its page is open (a seventh tab would hang); curl and other
+// plain clients can read the same stream as server-sent events.
+type sink interface {
+	send(event string, v any) error
+}
+
+// openSink answers r with a WebSocket if it asks for one, else with an
+// event stream. The WebSocket's handshake must come from this server's
+// own page (Origin); it ends ctx when the page closes it.
+func openSink(ctx context.Context, w http.ResponseWriter, r *http.Request) (sink, context.Context, bool) {
+	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		ev, ok := newSSE(w)
+		return ev, ctx, ok
+	}
+	if r.Header.Get("Origin") != "http://"+r.Host {
+		http.Error(w, "403 cross-origin WebSocket refused", http.StatusForbidden)
+		return nil, ctx, false
+	}
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{})
+	if err != nil {
+		return nil, ctx, false
+	}
+	ctx = c.CloseRead(ctx)
+	return &wsSink{c: c, ctx: ctx}, ctx, true
+}
+
+type wsSink struct {
+	mu  sync.Mutex
+	c   *websocket.Conn
+	ctx context.Context
+}
+
+func (s *wsSink) send(event string, v any) error {
+	b, err := json.Marshal(struct {
+		E string `json:"e"`
+		D any    `json:"d"`
+	}{event, v})
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.c.Write(s.ctx, websocket.MessageText, b)
+}
 
 // sse writes server-sent events; safe for concurrent use.
 type sse struct {
@@ -47,16 +97,17 @@ func (e *sse) send(event string, v any) error {
 }
 
 // listStream sends the session list's changes to a page. The page was
-// drawn with the list as it was; it gets the whole list again first, in
-// case something changed in between.
+// drawn with the list of version v; it gets the whole list again first
+// only if something changed since.
 func (s *Server) listStream(w http.ResponseWriter, r *http.Request) {
-	c := s.list.subscribe()
-	defer s.list.unsubscribe(c)
-	ev, ok := newSSE(w)
-	if !ok {
-		return
+	seen, err := strconv.ParseInt(r.URL.Query().Get("v"), 10, 64)
+	if err != nil {
+		seen = -1
 	}
-	if ev.send("list", listMsg{Op: "all", Rows: s.list.snapshot()}) != nil {
+	c := s.list.subscribe(seen)
+	defer s.list.unsubscribe(c)
+	ev, ctx, ok := openSink(r.Context(), w, r)
+	if !ok {
 		return
 	}
 	for {
@@ -68,7 +119,7 @@ func (s *Server) listStream(w http.ResponseWriter, r *http.Request) {
 			if ev.send("list", m) != nil {
 				return
 			}
-		case <-r.Context().Done():
+		case <-ctx.Done():
 			return
 		case <-s.ctx.Done():
 			return
@@ -131,10 +182,12 @@ func (s *Server) sessionStream(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no session "+id+": "+err.Error(), http.StatusNotFound)
 		return
 	}
-	ev, ok := newSSE(w)
+	ev, ctx, ok := openSink(ctx, w, r)
 	if !ok {
 		return
 	}
+	ctx, cancel = context.WithCancel(ctx)
+	defer cancel()
 	st := &sessionState{state: strings.TrimSpace(first), wake: make(chan struct{}, 1)}
 	ev.send("state", st.get())
 	if st.get() == "asking" {
@@ -155,7 +208,7 @@ func (s *Server) sessionStream(w http.ResponseWriter, r *http.Request) {
 
 // followEvents sends each event as it is appended, and the state and
 // consent requests when the state changes.
-func (s *Server) followEvents(ctx context.Context, ev *sse, id string, st *sessionState) {
+func (s *Server) followEvents(ctx context.Context, ev sink, id string, st *sessionState) {
 	f, err := s.o.Fsys.Open(ctx, "s/"+id+"/events", plan9.OREAD)
 	if err != nil {
 		return
@@ -214,7 +267,7 @@ func (s *Server) followEvents(ctx context.Context, ev *sse, id string, st *sessi
 }
 
 // sendCost sends the session's cost and context use, after a turn.
-func (s *Server) sendCost(ctx context.Context, ev *sse, id string) {
+func (s *Server) sendCost(ctx context.Context, ev sink, id string) {
 	cost, _ := s.read(ctx, "s/"+id+"/cost")
 	ctxsz, _ := s.read(ctx, "s/"+id+"/ctxsz")
 	ev.send("cost", map[string]string{"cost": sessionCost(cost), "ctx": percent(ctxsz)})
@@ -226,7 +279,7 @@ type ask struct {
 	Text string `json:"text"`
 }
 
-func (s *Server) sendAsks(ctx context.Context, ev *sse, id string) {
+func (s *Server) sendAsks(ctx context.Context, ev sink, id string) {
 	dirs, err := s.o.Fsys.ReadDir(ctx, "s/"+id+"/ask")
 	if err != nil {
 		return
@@ -249,7 +302,7 @@ type chatMsg struct {
 	HTML string `json:"h"`
 }
 
-func (s *Server) followChat(ctx context.Context, ev *sse, id string, st *sessionState) {
+func (s *Server) followChat(ctx context.Context, ev sink, id string, st *sessionState) {
 	f, err := s.o.Fsys.Open(ctx, "s/"+id+"/chat", plan9.OREAD)
 	if err != nil {
 		return

@@ -36,6 +36,30 @@ function fmtMs(ms) {
   return Math.floor(ms / 60000) + ' m ' + Math.round((ms % 60000) / 1000) + ' s';
 }
 
+// stream opens a WebSocket to path (or the path a function gives) and calls on[event](data) for each
+// message; when it breaks it is opened again, calling on.open first.
+// (WebSockets rather than EventSource: a browser holds at most six
+// HTTP/1.1 connections to a host, and each open page would hold one.)
+function stream(path, on) {
+  let closed = false, delay = 500;
+  const open = () => {
+    const ws = new WebSocket('ws://' + location.host + (typeof path === 'function' ? path() : path));
+    ws.addEventListener('open', () => { delay = 500; if (on.open) on.open(); });
+    ws.addEventListener('message', (m) => {
+      const msg = JSON.parse(m.data);
+      if (on[msg.e]) on[msg.e](msg.d);
+    });
+    ws.addEventListener('close', () => {
+      if (closed) return;
+      setTimeout(open, delay);
+      delay = Math.min(delay * 2, 10000);
+    });
+    return ws;
+  };
+  let ws = open();
+  return {close: () => { closed = true; ws.close(); }};
+}
+
 // ---- the session list ----
 
 function rowCells(r) {
@@ -59,9 +83,11 @@ function listPage() {
   const rows = new Map();
   for (const tr of tbody.children) rows.set(tr.dataset.id, tr);
   const recount = () => { count.textContent = rows.size; };
-  const es = new EventSource('/events/list');
-  es.addEventListener('list', (m) => {
-    const msg = JSON.parse(m.data);
+  // The first connection says which version of the list the page was
+  // drawn with, so an unchanged list is not sent again; a connection
+  // made again gets it whole.
+  let path = '/events/list?v=' + encodeURIComponent(document.getElementById('sessions').dataset.v);
+  stream(() => { const p = path; path = '/events/list'; return p; }, {list: (msg) => {
     if (msg.op === 'all') {
       const frag = document.createDocumentFragment();
       rows.clear();
@@ -77,7 +103,7 @@ function listPage() {
       rows.delete(msg.id);
     }
     recount();
-  });
+  }});
   const form = document.getElementById('newform');
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
@@ -127,7 +153,7 @@ function sessionPage(root) {
     if (!meta || !e) return;
     const code = e.data.exit_code, failed = e.data.failed;
     meta.replaceChildren(
-      el('span', 'badge ' + (failed || code ? 'bad' : 'good'), failed || code ? 'exit ' + code : 'ok'),
+      el('span', 'badge ' + (failed || code ? 'bad' : 'good'), code ? 'exit ' + code : failed ? 'failed' : 'exit 0'),
       el('span', 'dim', ' ' + fmtMs(e.data.ms || 0)));
   }
 
@@ -160,6 +186,16 @@ function sessionPage(root) {
       const btns = el('div', 'pbtns'); btns.append(allow, deny); card.append(btns);
       box.append(card);
     }
+  }
+
+  const pending = new Map();
+  let flushing = false;
+  function flush() {
+    flushing = false;
+    const stick = !ready || nearBottom();
+    for (const b of [...pending.values()].sort((x, y) => x.i - y.i)) drawBlock(b);
+    pending.clear();
+    if (stick && ready) window.scrollTo(0, document.body.scrollHeight);
   }
 
   let drawTimer = 0;
@@ -227,36 +263,35 @@ function sessionPage(root) {
     if (!ts.length) { tl.append(el('p', 'dim', 'no turns yet')); }
   }
 
-  const es = new EventSource('/events/s/' + encodeURIComponent(id));
-  es.addEventListener('chat', (m) => {
-    const stick = !ready || nearBottom();
-    for (const b of JSON.parse(m.data)) drawBlock(b);
-    if (stick && ready) window.scrollTo(0, document.body.scrollHeight);
-  });
-  es.addEventListener('ready', () => { ready = true; window.scrollTo(0, document.body.scrollHeight); root.dataset.ready = '1'; });
-  es.addEventListener('state', (m) => setState(JSON.parse(m.data)));
-  es.addEventListener('cost', (m) => {
-    const c = JSON.parse(m.data);
-    document.getElementById('cost').textContent = c.cost ? '$' + c.cost.replace(/^\$/, '') : '';
-    document.getElementById('ctx').textContent = c.ctx ? 'context ' + c.ctx : '';
-  });
-  es.addEventListener('asks', (m) => drawAsks(JSON.parse(m.data)));
-  es.addEventListener('events', (m) => {
-    for (const e of JSON.parse(m.data)) {
-      events.push(e);
-      if (e.type === 'tool_end') {
-        calls.push(e);
-        const d = chat.querySelector('details.call[data-call="' + (calls.length - 1) + '"]');
-        if (d) callMeta(d);
+  const es = stream('/events/s/' + encodeURIComponent(id), {
+    // A stream opened again sends the blocks from the start.
+    open: () => { pending.clear(); blocks.length = 0; calls.length = 0; events.length = 0; chat.replaceChildren(); ready = false; },
+    // Blocks are drawn in a task after the messages already queued, so a
+    // page that falls behind draws each block once, as it stands last.
+    chat: (list) => {
+      for (const b of list) pending.set(b.i, b);
+      if (!flushing) { flushing = true; setTimeout(flush, 0); }
+    },
+    ready: () => { flush(); ready = true; window.scrollTo(0, document.body.scrollHeight); root.dataset.ready = '1'; },
+    state: setState,
+    cost: (c) => {
+      document.getElementById('cost').textContent = c.cost ? '$' + c.cost.replace(/^\$/, '') : '';
+      document.getElementById('ctx').textContent = c.ctx ? 'context ' + c.ctx : '';
+    },
+    asks: drawAsks,
+    events: (list) => {
+      for (const e of list) {
+        events.push(e);
+        if (e.type === 'tool_end') {
+          calls.push(e);
+          const d = chat.querySelector('details.call[data-call="' + (calls.length - 1) + '"]');
+          if (d) callMeta(d);
+        }
       }
-      if (e.type === 'cost' || e.type === 'usage') later();
-    }
-    later();
+      later();
+    },
+    gone: () => { setState('ended'); es.close(); },
   });
-  es.addEventListener('gone', () => { setState('ended'); es.close(); });
-  // A stream that breaks is opened again by the browser; the blocks
-  // come again from the start.
-  es.addEventListener('open', () => { blocks.length = 0; calls.length = 0; events.length = 0; chat.replaceChildren(); ready = false; });
 
   const form = document.getElementById('promptform');
   async function send(op) {
