@@ -12,7 +12,7 @@ import (
 
 var benchFlags struct {
 	n, turns, rounds int
-	big, mcp         bool
+	big, mcp, keep   bool
 	only, ref        string
 	cpuprofile       string
 }
@@ -20,7 +20,7 @@ var benchFlags struct {
 func init() {
 	register(&command{
 		name:  "bench",
-		args:  "[-n N] [-turns N] [-rounds N] [-big] [-mcp] [-only GROUP,...] [-ref OLLIESRV] [-cpuprofile FILE]",
+		args:  "[-n N] [-turns N] [-rounds N] [-big] [-mcp] [-only GROUP,...] [-ref OLLIESRV] [-keep] [-cpuprofile FILE]",
 		short: "measure the daemon from outside, against floors measured in the same run",
 		long: `Bench starts the daemon (this binary's serve), two scripted models
 (llmserver, one answering at once, one streaming) and, for the FUSE rows,
@@ -46,6 +46,7 @@ Groups, for -only: ` + strings.Join(bench.Groups, ", ") + ` (mcp only with -mcp 
 			fs.BoolVar(&f.mcp, "mcp", false, "also an MCP tools/call through t/mcp next to a t/ script (needs node and server-everything)")
 			fs.StringVar(&f.only, "only", "", "run only the named `GROUPS` (comma-separated)")
 			fs.StringVar(&f.ref, "ref", "", "also measure the reference daemon, the `OLLIESRV` binary (docs/bench.md)")
+			fs.BoolVar(&f.keep, "keep", false, "keep the run's directory (the log of every process it started) and print where it is")
 			fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the bench process (the client) to `FILE`")
 		},
 		run:      runBench,
@@ -84,7 +85,7 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	o := bench.Options{Exe: exe, Env: benchExeEnv, N: f.n, Turns: f.turns, Rounds: f.rounds, Big: f.big, MCP: f.mcp,
-		Ref: f.ref, Log: env.Stderr}
+		Ref: f.ref, Log: env.Stderr, Keep: f.keep}
 	if f.only != "" {
 		o.Only = strings.Split(f.only, ",")
 	}

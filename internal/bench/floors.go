@@ -39,6 +39,27 @@ func WriteFsync(dir string) func() error {
 	}
 }
 
+// MkdirCreate returns an operation that makes a directory in dir and a
+// small file in it, then removes both: the floor of anything that lays
+// out a directory on disk (a session's creation: its directory and its
+// meta file).
+func MkdirCreate(dir string) func() error {
+	d := filepath.Join(dir, "mkdir-floor")
+	f := filepath.Join(d, "meta")
+	data := []byte(strings.Repeat("x", 64))
+	return func() error {
+		if err := os.Mkdir(d, 0700); err != nil {
+			return err
+		}
+		err := os.WriteFile(f, data, 0600)
+		os.Remove(f)
+		if rerr := os.Remove(d); err == nil {
+			err = rerr
+		}
+		return err
+	}
+}
+
 // CatFile returns an operation that runs `cat src > dst` (dst on disk,
 // overwritten): the floor of a stream of bytes arriving and landing in a
 // file, as a streamed reply does in chat.

@@ -28,6 +28,9 @@ type Options struct {
 	Only  []string // groups to run; nil for all
 	Ref   string   // the reference daemon's binary (olliesrv); "" for none
 	Log   io.Writer
+	// Keep leaves the run's directory (every process's log, the
+	// daemons' homes) in place, and says where it is.
+	Keep bool
 }
 
 // Groups are the sections of a run, in order; Options.Only selects some.
@@ -140,6 +143,10 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 			r.undo[i]()
 		}
 		unmountUnder(dir) // what a daemon killed after its grace left
+		if o.Keep {
+			fmt.Fprintf(o.Log, "ollie bench: the run's files are in %s\n", dir)
+			return
+		}
 		os.RemoveAll(dir)
 	}()
 	if err := r.setup(); err != nil {
