@@ -6,6 +6,7 @@ import (
 	"html"
 	"regexp"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/microcosm-cc/bluemonday"
@@ -105,14 +106,16 @@ func isPlainUTF8(s string) bool {
 }
 
 // hidden characters change how text around them is shown without being
-// seen themselves.
+// seen themselves: every format character (bidirectional controls,
+// zero-width ones, the word joiner, the tag characters that spell ASCII
+// no one sees), the line and paragraph separators, the combining
+// grapheme joiner and the Hangul fillers, which draw as blanks.
 func hidden(r rune) bool {
-	switch {
-	case r >= 0x200b && r <= 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069,
-		r == 0xfeff, r == 0x061c, r == 0x00ad:
+	switch r {
+	case 0x034f, 0x115f, 0x1160, 0x3164, 0xffa0:
 		return true
 	}
-	return false
+	return unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp)
 }
 
 // escape is visible text as HTML.
