@@ -11,11 +11,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"9fans.net/go/plan9"
 
@@ -527,5 +530,111 @@ func TestAttackSearchIsLiteral(t *testing.T) {
 		if hit := strings.Contains(body, "literally</pre>"); code != http.StatusOK || hit != want {
 			t.Errorf("search %q: %d, a hit %v, want %v:\n%s", q, code, hit, want, body)
 		}
+	}
+}
+
+// TestAttackCSPEveryResponse parses the policy of every page, stream and
+// error: script only from this server's files, no inline script, no
+// plugin, no <base>, no framing, forms only here.
+func TestAttackCSPEveryResponse(t *testing.T) {
+	e := start(t, elevScript)
+	id := e.newSession("csp")
+	c := e.client()
+	for _, r := range routes(id, "1") {
+		if r[0] != "GET" || strings.HasPrefix(r[1], "/events/") {
+			continue
+		}
+		req, _ := http.NewRequest("GET", e.base+r[1], nil)
+		_, _, h := get(t, c, req)
+		csp := map[string][]string{}
+		for _, d := range strings.Split(h.Get("Content-Security-Policy"), ";") {
+			if f := strings.Fields(d); len(f) > 0 {
+				csp[f[0]] = f[1:]
+			}
+		}
+		effective := func(name string) []string {
+			if v, ok := csp[name]; ok {
+				return v
+			}
+			if strings.HasPrefix(name, "script-src-") {
+				if v, ok := csp["script-src"]; ok {
+					return v
+				}
+			}
+			if name == "base-uri" || name == "frame-ancestors" || name == "form-action" {
+				return nil // no fallback: unset is anything
+			}
+			return csp["default-src"]
+		}
+		is := func(name string, allowed ...string) {
+			v := effective(name)
+			if len(v) == 0 {
+				t.Errorf("GET %s: CSP %q: %s unset", r[1], h.Get("Content-Security-Policy"), name)
+			}
+			for _, s := range v {
+				if !slices.Contains(allowed, s) {
+					t.Errorf("GET %s: CSP %s allows %s", r[1], name, s)
+				}
+			}
+		}
+		is("default-src", "'none'", "'self'")
+		is("script-src", "'self'")
+		is("script-src-elem", "'self'")
+		is("script-src-attr", "'none'", "'self'")
+		is("object-src", "'none'")
+		is("base-uri", "'none'")
+		is("frame-ancestors", "'none'")
+		is("form-action", "'self'", "'none'")
+		is("frame-src", "'none'")
+		is("img-src", "'self'", "'none'")
+		is("style-src", "'self'")
+		is("connect-src", "'self'", "ws://"+strings.TrimPrefix(e.base, "http://"))
+	}
+}
+
+// TestAttackManyStreams: a client holding the cookie opens streams until
+// something gives; the page must go on answering the others (a stream
+// that cannot be served is refused, not queued behind the rest).
+func TestAttackManyStreams(t *testing.T) {
+	e := start(t, elevScript)
+	id := e.newSession("streams")
+	c := e.client()
+	tr := &http.Transport{MaxConnsPerHost: 0, MaxIdleConnsPerHost: 2000}
+	sc := &http.Client{Jar: c.Jar, Transport: tr}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	opened := 0
+	for range 1200 {
+		req, _ := http.NewRequestWithContext(ctx, "GET", e.base+"/events/s/"+id, nil)
+		resp, err := sc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode == http.StatusOK {
+			opened++
+			go io.Copy(io.Discard, resp.Body)
+		} else {
+			resp.Body.Close()
+		}
+	}
+	t.Logf("%d of 1200 streams opened", opened)
+	done := make(chan string, 1)
+	go func() {
+		req, _ := http.NewRequest("GET", e.base+"/s/"+id+"/cfg", nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			done <- err.Error()
+			return
+		}
+		resp.Body.Close()
+		done <- resp.Status
+	}()
+	select {
+	case s := <-done:
+		if !strings.HasPrefix(s, "200") {
+			t.Errorf("a page with the streams open: %s", s)
+		}
+	case <-time.After(testutil.HangTimeout):
+		t.Fatalf("a page hangs with %d streams open", opened)
 	}
 }
