@@ -638,3 +638,22 @@ func TestAttackManyStreams(t *testing.T) {
 		t.Fatalf("a page hangs with %d streams open", opened)
 	}
 }
+
+// TestAttackShadowCookie: a page on another port of this host may set a
+// cookie of the same name for a longer path (cookies ignore ports); the
+// browser sends it first. The real one, sent after it, still counts.
+func TestAttackShadowCookie(t *testing.T) {
+	e := start(t, elevScript)
+	id := e.newSession("shadow")
+	plain := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	req, _ := http.NewRequest("GET", e.base+"/s/"+id, nil)
+	req.Header.Set("Cookie", cookieName(e)+"=planted; "+cookieName(e)+"="+tokenOf(e))
+	if code, _, _ := get(t, plain, req); code != http.StatusOK {
+		t.Errorf("the token after a planted cookie of its name: %d, want 200", code)
+	}
+	req, _ = http.NewRequest("GET", e.base+"/s/"+id, nil)
+	req.Header.Set("Cookie", cookieName(e)+"=planted; "+cookieName(e)+"=other")
+	if code, _, _ := get(t, plain, req); code != http.StatusUnauthorized {
+		t.Errorf("two wrong cookies: %d, want 401", code)
+	}
+}
