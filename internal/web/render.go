@@ -128,6 +128,41 @@ type codeRenderer struct{}
 func (codeRenderer) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {
 	reg.Register(ast.KindFencedCodeBlock, renderCode)
 	reg.Register(ast.KindCodeBlock, renderCode)
+	reg.Register(ast.KindHTMLBlock, renderHTMLBlock)
+	reg.Register(ast.KindRawHTML, renderRawHTML)
+}
+
+// Raw HTML in a reply is shown as the text it is. Left out, as goldmark
+// does by default, an HTML block swallows every line up to the next blank
+// one, and the person never sees what the model wrote there.
+func renderHTMLBlock(w util.BufWriter, source []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
+	n := node.(*ast.HTMLBlock)
+	if !entering {
+		return ast.WalkContinue, nil
+	}
+	w.WriteString("<pre>")
+	lines := n.Lines()
+	for i := 0; i < lines.Len(); i++ {
+		seg := lines.At(i)
+		w.WriteString(html.EscapeString(string(seg.Value(source))))
+	}
+	if n.HasClosure() {
+		w.WriteString(html.EscapeString(string(n.ClosureLine.Value(source))))
+	}
+	w.WriteString("</pre>\n")
+	return ast.WalkSkipChildren, nil
+}
+
+func renderRawHTML(w util.BufWriter, source []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
+	if !entering {
+		return ast.WalkSkipChildren, nil
+	}
+	n := node.(*ast.RawHTML)
+	for i := 0; i < n.Segments.Len(); i++ {
+		seg := n.Segments.At(i)
+		w.WriteString(html.EscapeString(string(seg.Value(source))))
+	}
+	return ast.WalkSkipChildren, nil
 }
 
 func renderCode(w util.BufWriter, source []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
