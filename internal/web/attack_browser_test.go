@@ -152,6 +152,11 @@ func TestAttackBrowserXSS(t *testing.T) {
 			t.Errorf("the chat does not show %q as text", want)
 		}
 	}
+	// Raw HTML in a reply is shown as text, not left out with every line
+	// after it up to a blank one.
+	if !eval[bool](t, ctx, `[...document.querySelectorAll('.k-assistant')].some(b => b.textContent.includes("<script>pwn('script')") && b.textContent.includes('end-of-payload'))`) {
+		t.Errorf("the reply's raw HTML and the text after it are not shown")
+	}
 	if raw := eval[string](t, ctx, `(document.body.textContent.match(/[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]/g) || []).map(c => c.charCodeAt(0).toString(16)).join(' ')`); raw != "" {
 		t.Errorf("the page has raw control characters: %s", raw)
 	}
