@@ -657,3 +657,31 @@ func TestAttackShadowCookie(t *testing.T) {
 		t.Errorf("two wrong cookies: %d, want 401", code)
 	}
 }
+
+// TestAttackFieldInjection: the fields of a form are one value each; a
+// value that carries another key or command (s/new and ctl split on
+// blanks and lines) is refused or stays one value.
+func TestAttackFieldInjection(t *testing.T) {
+	e := start(t, elevScript)
+	id := e.newSession("fields")
+	c := e.client()
+	csrf := csrfOf(t, e, c)
+	for _, name := range []string{"x stop", "x\tend", "x\u2028stop", "x\u0085stop", "x\vstop", "x\fstop", "x\x00", "x\nstop", "x\rstop"} {
+		code, b := e.send(c, csrf, "/api/s/"+id+"/rename", `{"Text":`+strconvQuote(name)+`}`)
+		if code == http.StatusOK {
+			t.Errorf("rename to %q: %d %s", name, code, b)
+		}
+	}
+	for _, v := range []string{"x agent=evil", "x\tmodel=evil", "x\vbackend=evil", "x\x00model=evil"} {
+		code, b := e.send(c, csrf, "/api/new", `{"Cwd":`+strconvQuote(e.cwd)+`,"Name":`+strconvQuote(v)+`}`)
+		if code == http.StatusOK {
+			t.Errorf("new with name %q: %d %s", v, code, b)
+		}
+	}
+	if cfg := e.read("s/" + id + "/cfg"); !strings.Contains(cfg, "name=fields") {
+		t.Errorf("cfg after the attempts:\n%s", cfg)
+	}
+	if idx := e.read("s/idx"); strings.Contains(idx, "evil") || strings.Count(idx, "\n") != 1 {
+		t.Errorf("s/idx after the attempts:\n%s", idx)
+	}
+}
