@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"unicode"
 )
 
 // apiNew makes a session: the fields are the keys of s/new.
@@ -15,8 +16,10 @@ func (s *Server) apiNew(w http.ResponseWriter, r *http.Request) {
 	var spec strings.Builder
 	for _, kv := range [][2]string{{"cwd", req.Cwd}, {"name", req.Name}, {"agent", req.Agent}, {"backend", req.Backend}, {"model", req.Model}} {
 		v := strings.TrimSpace(kv[1])
-		if strings.ContainsAny(v, "\n\r") {
-			reply(w, errors.New(kv[0]+": one line please"), nil)
+		// s/new takes blank-separated key=value pairs: a blank in a
+		// value would begin another key (a name "x\tmodel=y" set the model).
+		if strings.IndexFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+			reply(w, errors.New(kv[0]+": one word please (s/new takes no blanks or control characters in a value)"), nil)
 			return
 		}
 		if v != "" {

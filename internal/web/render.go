@@ -6,6 +6,7 @@ import (
 	"html"
 	"regexp"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/microcosm-cc/bluemonday"
@@ -105,14 +106,16 @@ func isPlainUTF8(s string) bool {
 }
 
 // hidden characters change how text around them is shown without being
-// seen themselves.
+// seen themselves: every format character (bidirectional controls,
+// zero-width ones, the word joiner, the tag characters that spell ASCII
+// no one sees), the line and paragraph separators, the combining
+// grapheme joiner and the Hangul fillers, which draw as blanks.
 func hidden(r rune) bool {
-	switch {
-	case r >= 0x200b && r <= 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069,
-		r == 0xfeff, r == 0x061c, r == 0x00ad:
+	switch r {
+	case 0x034f, 0x115f, 0x1160, 0x3164, 0xffa0:
 		return true
 	}
-	return false
+	return unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp)
 }
 
 // escape is visible text as HTML.
@@ -125,6 +128,41 @@ type codeRenderer struct{}
 func (codeRenderer) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {
 	reg.Register(ast.KindFencedCodeBlock, renderCode)
 	reg.Register(ast.KindCodeBlock, renderCode)
+	reg.Register(ast.KindHTMLBlock, renderHTMLBlock)
+	reg.Register(ast.KindRawHTML, renderRawHTML)
+}
+
+// Raw HTML in a reply is shown as the text it is. Left out, as goldmark
+// does by default, an HTML block swallows every line up to the next blank
+// one, and the person never sees what the model wrote there.
+func renderHTMLBlock(w util.BufWriter, source []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
+	n := node.(*ast.HTMLBlock)
+	if !entering {
+		return ast.WalkContinue, nil
+	}
+	w.WriteString("<pre>")
+	lines := n.Lines()
+	for i := 0; i < lines.Len(); i++ {
+		seg := lines.At(i)
+		w.WriteString(html.EscapeString(string(seg.Value(source))))
+	}
+	if n.HasClosure() {
+		w.WriteString(html.EscapeString(string(n.ClosureLine.Value(source))))
+	}
+	w.WriteString("</pre>\n")
+	return ast.WalkSkipChildren, nil
+}
+
+func renderRawHTML(w util.BufWriter, source []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
+	if !entering {
+		return ast.WalkSkipChildren, nil
+	}
+	n := node.(*ast.RawHTML)
+	for i := 0; i < n.Segments.Len(); i++ {
+		seg := n.Segments.At(i)
+		w.WriteString(html.EscapeString(string(seg.Value(source))))
+	}
+	return ast.WalkSkipChildren, nil
 }
 
 func renderCode(w util.BufWriter, source []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {

@@ -140,7 +140,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
 		return
 	}
-	if c, err := r.Cookie(s.cookie); err != nil || !equal(c.Value, s.token) {
+	if !s.hasToken(r) {
 		h.Set("Content-Type", "text/plain; charset=utf-8")
 		w.WriteHeader(http.StatusUnauthorized)
 		w.Write([]byte("401 unauthorized: open the URL that ollie web printed\n"))
@@ -158,6 +158,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// hasToken says whether a cookie of r carries the token. Every cookie of
+// the name counts: a page on another port of this host can set one of
+// the same name for a longer path (cookies do not tell ports apart),
+// which the browser sends first.
+func (s *Server) hasToken(r *http.Request) bool {
+	for _, c := range r.CookiesNamed(s.cookie) {
+		if equal(c.Value, s.token) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkCSRF says why a state-changing request is refused, or "". The
