@@ -3,9 +3,6 @@ package backend
 import (
 	"encoding/json"
 	"strconv"
-	"strings"
-
-	"github.com/openai/openai-go/v3"
 
 	"ollie.dev/ollie/internal/errs"
 )
@@ -25,9 +22,58 @@ type openaiCall struct {
 	args     []byte
 }
 
-func (d *openaiDecoder) chunk(c *openai.ChatCompletionChunk) error {
-	if c.JSON.Usage.Valid() {
-		u := c.Usage
+// openaiChunk is what ollie reads of a chat.completion.chunk. It is
+// decoded with encoding/json into just these fields: the SDK's own
+// decoding of a chunk costs many times more than the text it carries.
+type openaiChunk struct {
+	Model   string `json:"model"`
+	Choices []struct {
+		Index        int64       `json:"index"`
+		Delta        openaiDelta `json:"delta"`
+		FinishReason string      `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens        int64 `json:"prompt_tokens"`
+		CompletionTokens    int64 `json:"completion_tokens"`
+		PromptTokensDetails struct {
+			CachedTokens     int64 `json:"cached_tokens"`
+			CacheWriteTokens int64 `json:"cache_write_tokens"`
+		} `json:"prompt_tokens_details"`
+		// OpenRouter reports what the request cost, in USD.
+		Cost json.RawMessage `json:"cost"`
+	} `json:"usage"`
+}
+
+type openaiDelta struct {
+	Content string `json:"content"`
+	Refusal string `json:"refusal"`
+	// Reasoning, under the names vLLM, DeepSeek, GLM, llama.cpp
+	// (reasoning_content) and OpenRouter, Ollama, newer vLLM (reasoning)
+	// use. Raw, as a server may send null or another type.
+	ReasoningContent json.RawMessage `json:"reasoning_content"`
+	Reasoning        json.RawMessage `json:"reasoning"`
+	ToolCalls        []struct {
+		Index    int64  `json:"index"`
+		ID       string `json:"id"`
+		Function struct {
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"`
+		} `json:"function"`
+	} `json:"tool_calls"`
+}
+
+// event decodes one event's data. An event that is not a chunk is an
+// error, as it was to the SDK.
+func (d *openaiDecoder) event(data []byte) error {
+	var c openaiChunk
+	if err := json.Unmarshal(data, &c); err != nil {
+		return errs.E(errs.Unavailable, "backend "+d.a.name+": stream event is not a chunk", err)
+	}
+	return d.chunk(&c)
+}
+
+func (d *openaiDecoder) chunk(c *openaiChunk) error {
+	if u := c.Usage; u != nil {
 		cached := int(u.PromptTokensDetails.CachedTokens)
 		written := int(u.PromptTokensDetails.CacheWriteTokens)
 		d.a.setUsage(Usage{
@@ -37,9 +83,8 @@ func (d *openaiDecoder) chunk(c *openai.ChatCompletionChunk) error {
 			CacheRead:  cached,
 			CacheWrite: written,
 		})
-		// OpenRouter reports what the request cost, in USD.
-		if f, ok := u.JSON.ExtraFields["cost"]; ok {
-			if usd, err := strconv.ParseFloat(f.Raw(), 64); err == nil && usd >= 0 {
+		if len(u.Cost) > 0 {
+			if usd, err := strconv.ParseFloat(string(u.Cost), 64); err == nil && usd >= 0 {
 				d.a.setCost(usd, CostReported)
 			}
 		}
@@ -62,17 +107,13 @@ func (d *openaiDecoder) chunk(c *openai.ChatCompletionChunk) error {
 	return nil
 }
 
-func (d *openaiDecoder) delta(delta *openai.ChatCompletionChunkChoiceDelta) error {
-	// Reasoning, under the names vLLM, DeepSeek, GLM, llama.cpp
-	// (reasoning_content) and OpenRouter, Ollama, newer vLLM (reasoning)
-	// use. A server that sends both sends the same text twice: the first
-	// is taken.
-	for _, k := range []string{"reasoning_content", "reasoning"} {
-		// Extra fields are never Valid to the SDK, which does not know
-		// them; their raw JSON is there.
-		if f, ok := delta.JSON.ExtraFields[k]; ok && strings.HasPrefix(f.Raw(), `"`) {
+func (d *openaiDecoder) delta(delta *openaiDelta) error {
+	// A server that sends both sends the same text twice: the first is
+	// taken.
+	for _, raw := range []json.RawMessage{delta.ReasoningContent, delta.Reasoning} {
+		if len(raw) > 0 && raw[0] == '"' {
 			var s string
-			if json.Unmarshal([]byte(f.Raw()), &s) == nil && s != "" {
+			if json.Unmarshal(raw, &s) == nil && s != "" {
 				if err := d.a.addThinking(s); err != nil {
 					return err
 				}
