@@ -90,9 +90,16 @@ func (b *openaiBackend) Chat(ctx context.Context, req *Request, fn func(Event) e
 				return d.a.partial(), classify(&APIError{Backend: b.cfg.Name, Code: firstString(r, "code", "type"), Message: firstString(r, "message")})
 			}
 		}
+		// Text that arrived while the last piece was passed on goes on
+		// as one piece (see assembler.batch).
+		d.a.batch = sse.more()
 		if err := d.event(data); err != nil {
 			return d.a.partial(), err
 		}
+	}
+	d.a.batch = false
+	if err := d.a.flush(); err != nil {
+		return d.a.partial(), err
 	}
 	if d.finish == "" {
 		return d.a.partial(), streamCut(b.cfg.Name)

@@ -80,3 +80,10 @@ func (s *sseReader) readLine() ([]byte, error) {
 	line = bytes.TrimSuffix(line, []byte("\n"))
 	return bytes.TrimSuffix(line, []byte("\r")), nil
 }
+
+// more reports whether the next event is already read whole, so that
+// taking it costs no wait for the network.
+func (s *sseReader) more() bool {
+	b, _ := s.r.Peek(s.r.Buffered())
+	return bytes.Contains(b, []byte("\n\n")) || bytes.Contains(b, []byte("\r\n\r\n"))
+}
