@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"strconv"
 )
 
 // maxEvent bounds one server-sent event's data, as the SDKs bound it.
@@ -16,10 +17,11 @@ type sseReader struct {
 	r    *bufio.Reader
 	data []byte // the current event's data, valid until the next call
 	line []byte // a line longer than the reader's buffer, in pieces
+	max  int    // bound of a line
 }
 
 func newSSEReader(r io.Reader) *sseReader {
-	return &sseReader{r: bufio.NewReaderSize(r, 32<<10)}
+	return &sseReader{r: bufio.NewReaderSize(r, 32<<10), max: maxEvent}
 }
 
 // next returns the data of the next event with data in it: its data
@@ -66,8 +68,8 @@ func (s *sseReader) readLine() ([]byte, error) {
 	if err == bufio.ErrBufferFull {
 		s.line = append(s.line[:0], line...)
 		for err == bufio.ErrBufferFull {
-			if len(s.line) > maxEvent {
-				return nil, errors.New("server-sent event longer than 32 MiB")
+			if len(s.line) > s.max {
+				return nil, errors.New("stream line longer than " + strconv.Itoa(s.max>>20) + " MiB")
 			}
 			line, err = s.r.ReadSlice('\n')
 			s.line = append(s.line, line...)
@@ -86,4 +88,10 @@ func (s *sseReader) readLine() ([]byte, error) {
 func (s *sseReader) more() bool {
 	b, _ := s.r.Peek(s.r.Buffered())
 	return bytes.Contains(b, []byte("\n\n")) || bytes.Contains(b, []byte("\r\n\r\n"))
+}
+
+// moreLine reports whether the next line is already read whole.
+func (s *sseReader) moreLine() bool {
+	b, _ := s.r.Peek(s.r.Buffered())
+	return bytes.IndexByte(b, '\n') >= 0
 }
