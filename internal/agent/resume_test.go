@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,5 +74,49 @@ func appendFile(t *testing.T, name, data string) {
 	defer f.Close()
 	if _, err := f.WriteString(data); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A machine crash may leave the last record of context.jsonl and
+// events.jsonl cut in the middle: the write was never acknowledged. After
+// the restart the session works, its next turn sends the history without
+// the torn record, and what it appends after it reads back whole.
+func TestTornHistoryTail(t *testing.T) {
+	e := newEnv(t, config.KindOpenAI, &llmtest.Script{Turns: []llmtest.Turn{{Text: "hello"}, {Text: "again"}}})
+	s := e.newSession("")
+	e.ask(s, "first")
+	var id string
+	for _, l := range strings.Split(e.read("s/"+s+"/cfg"), "\n") {
+		if v, ok := strings.CutPrefix(l, "id="); ok {
+			id = v
+		}
+	}
+	e.fsys.Close()
+	e.d.Close()
+	dir := filepath.Join(e.cfg.DataDir, "s", id)
+	appendFile(t, filepath.Join(dir, "context.jsonl"), `{"role":"user","text":"never acknow`)
+	appendFile(t, filepath.Join(dir, "events.jsonl"), `{"seq":99,"type":"tu`)
+	e.restart()
+	if w, got := e.ask(s, "second"); w != "idle\n" || !strings.Contains(got, "again") {
+		t.Fatalf("the turn after the restart: %q %q\n%s", w, got, e.read("s/"+s+"/chat"))
+	}
+	reqs := e.llm.Requests()
+	var texts []string
+	for _, m := range reqs[len(reqs)-1].Messages {
+		texts = append(texts, m.Role+":"+strings.TrimSpace(m.Text))
+	}
+	if got, want := strings.Join(texts, "|"), "user:first|assistant:hello|user:second"; !strings.HasSuffix(got, want) || strings.Contains(got, "never") {
+		t.Fatalf("the turn after the restart sent %s; want it to end %s", got, want)
+	}
+	for _, name := range []string{"context.jsonl", "events.jsonl"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+			if !json.Valid([]byte(line)) {
+				t.Errorf("%s line %d is not JSON: %q", name, i+1, line)
+			}
+		}
 	}
 }

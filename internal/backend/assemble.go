@@ -25,6 +25,13 @@ type assembler struct {
 	thinking strings.Builder
 	reply    Reply
 	usage    bool // the server reported usage
+	// batch is set by a decoder while more of the stream is already read:
+	// then pieces of text of one kind are held and passed on as one
+	// event, at the first piece read while batch is clear or at an event
+	// of another kind. A piece never waits for the network.
+	batch    bool
+	heldKind EventKind
+	held     strings.Builder
 }
 
 func newAssembler(ctx context.Context, name string, req *Request, model string, fn func(Event) error) *assembler {
@@ -37,6 +44,41 @@ func newAssembler(ctx context.Context, name string, req *Request, model string, 
 // emit passes an event to the callback. Once the context is done no
 // event is passed, even if the rest of the response is already read.
 func (a *assembler) emit(e Event) error {
+	if err := a.flush(); err != nil {
+		return err
+	}
+	return a.pass(e)
+}
+
+// piece passes on a piece of text of kind k, or holds it (see batch).
+func (a *assembler) piece(k EventKind, s string) error {
+	if a.held.Len() > 0 && a.heldKind != k {
+		if err := a.flush(); err != nil {
+			return err
+		}
+	}
+	if a.batch || a.held.Len() > 0 {
+		a.heldKind = k
+		a.held.WriteString(s)
+		if a.batch {
+			return nil
+		}
+		return a.flush()
+	}
+	return a.pass(Event{Kind: k, Text: s})
+}
+
+// flush passes on the text held.
+func (a *assembler) flush() error {
+	if a.held.Len() == 0 {
+		return nil
+	}
+	e := Event{Kind: a.heldKind, Text: a.held.String()}
+	a.held.Reset()
+	return a.pass(e)
+}
+
+func (a *assembler) pass(e Event) error {
 	if err := a.ctx.Err(); err != nil {
 		return transportError(a.name, a.ctx, err)
 	}
@@ -51,7 +93,7 @@ func (a *assembler) addText(s string) error {
 		return nil
 	}
 	a.text.WriteString(s)
-	return a.emit(Event{Kind: EventText, Text: s})
+	return a.piece(EventText, s)
 }
 
 func (a *assembler) addThinking(s string) error {
@@ -59,7 +101,7 @@ func (a *assembler) addThinking(s string) error {
 		return nil
 	}
 	a.thinking.WriteString(s)
-	return a.emit(Event{Kind: EventThinking, Text: s})
+	return a.piece(EventThinking, s)
 }
 
 func (a *assembler) addRefusal(s string) error {
@@ -67,7 +109,7 @@ func (a *assembler) addRefusal(s string) error {
 		return nil
 	}
 	a.refusal.WriteString(s)
-	return a.emit(Event{Kind: EventRefusal, Text: s})
+	return a.piece(EventRefusal, s)
 }
 
 // addSigned keeps a reasoning block the provider wants back unchanged.
@@ -98,8 +140,10 @@ func (a *assembler) setUsage(u Usage) {
 	a.usage = true
 }
 
-// partial returns what arrived so far, for an error return.
+// partial returns what arrived so far, for an error return, after
+// passing on the text held.
 func (a *assembler) partial() *Reply {
+	a.flush()
 	a.reply.Message.Text = a.text.String() + a.refusal.String()
 	if a.refusal.Len() > 0 {
 		a.reply.Message.Refused = true

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"ollie.dev/ollie/internal/backend"
 	"ollie.dev/ollie/internal/config"
@@ -68,7 +69,9 @@ func TestContractText(t *testing.T) {
 	const text = "Hello, world! This reply is streamed in pieces. ünïcödé ✓"
 	eachKind(t, func(t *testing.T, kind string) {
 		u := &llmtest.Usage{Input: 100, Output: 20, CacheRead: 30, CacheWrite: 10}
-		b, srv := newPair(t, kind, &llmtest.Script{Turns: []llmtest.Turn{{Text: text, Usage: u}}})
+		// Paced, as a model streams: the OpenAI backend passes on pieces
+		// that arrived together as one (TestOpenAIStreamPieces).
+		b, srv := newPair(t, kind, &llmtest.Script{Turns: []llmtest.Turn{{Text: text, Usage: u}}, Latency: llmtest.Duration(2 * time.Millisecond)})
 		temp := 0.25
 		evs, r, err := collect(t, b, &backend.Request{
 			System:      "You are terse.",

@@ -9,14 +9,14 @@ import (
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
-	"github.com/openai/openai-go/v3"
 
 	"ollie.dev/ollie/internal/config"
 )
 
 // FuzzDecoders feeds the lines of a stream, whatever they hold, to the
 // three stream decoders, as the SDKs hand them over: each line that
-// decodes as the API's event is given to its decoder. None may panic,
+// decodes as the API's event is given to its decoder; and the whole
+// stream to the server-sent event reader the OpenAI backend uses. None may panic,
 // and what a reply holds stays what the loop relies on: tool arguments
 // that are valid JSON, and reasoning never in the answer's place.
 func FuzzDecoders(f *testing.F) {
@@ -35,10 +35,7 @@ func FuzzDecoders(f *testing.F) {
 		la := newAssembler(ctx, "l", req, "m", nil)
 		for _, line := range bytes.Split(data, []byte("\n")) {
 			payload := bytes.TrimPrefix(bytes.TrimSpace(line), []byte("data:"))
-			var chunk openai.ChatCompletionChunk
-			if json.Unmarshal(payload, &chunk) == nil {
-				oa.chunk(&chunk)
-			}
+			oa.event(payload)
 			var ev anthropic.MessageStreamEventUnion
 			if json.Unmarshal(payload, &ev) == nil {
 				an.event(&ev)
@@ -46,7 +43,21 @@ func FuzzDecoders(f *testing.F) {
 			ol.line(la, line)
 		}
 		oa.flushCalls()
-		for _, a := range []*assembler{oa.a, an.a, la} {
+		// And the whole input as the stream the OpenAI backend reads.
+		sd := openaiDecoder{a: newAssembler(ctx, "s", req, "m", nil)}
+		sse := newSSEReader(bytes.NewReader(data))
+		for n := 0; ; n++ {
+			ev, err := sse.next()
+			if err != nil {
+				break
+			}
+			if len(ev) > len(data) || n > len(data) {
+				t.Fatalf("event %d of %d bytes from %d bytes of stream", n, len(ev), len(data))
+			}
+			sd.event(ev)
+		}
+		sd.flushCalls()
+		for _, a := range []*assembler{oa.a, an.a, la, sd.a} {
 			r, _ := a.finish(StopEnd)
 			for _, c := range r.Message.Calls {
 				if !json.Valid(c.Args) {

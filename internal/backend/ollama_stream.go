@@ -1,10 +1,10 @@
 package backend
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 
 	"ollie.dev/ollie/internal/errs"
@@ -45,21 +45,28 @@ func (b *ollamaBackend) Chat(ctx context.Context, req *Request, fn func(Event) e
 	if b.local(ollamaDefaultURL) {
 		a.setCost(0, CostLocal)
 	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, 64<<10), 64<<20) // a line holds a whole tool call
-	for sc.Scan() {
-		done, err := b.line(a, sc.Bytes())
+	lr := newSSEReader(resp.Body) // used for its lines only
+	lr.max = 64 << 20             // a line holds a whole tool call
+	for {
+		line, err := lr.readLine()
+		if err == io.EOF {
+			return a.partial(), streamCut(b.cfg.Name)
+		}
+		if err != nil {
+			return a.partial(), transportError(b.cfg.Name, ctx, err)
+		}
+		// Text that arrived while the last piece was passed on goes on
+		// as one piece (see assembler.batch).
+		a.batch = lr.moreLine()
+		done, err := b.line(a, line)
 		if err != nil {
 			return a.partial(), err
 		}
 		if done != "" {
+			a.batch = false
 			return a.finish(ollamaStop(done))
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return a.partial(), transportError(b.cfg.Name, ctx, err)
-	}
-	return a.partial(), streamCut(b.cfg.Name)
 }
 
 type ollamaChunk struct {

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,7 +11,6 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/shared"
 	"github.com/tidwall/gjson"
 
@@ -60,17 +60,46 @@ func (b *openaiBackend) Chat(ctx context.Context, req *Request, fn func(Event) e
 	if err != nil {
 		return nil, err
 	}
-	stream := b.chat.NewStreaming(ctx, params, b.reasoning(&params, req.Reasoning, model)...)
-	defer stream.Close()
+	// The SDK sends the request and reads an error response; the stream
+	// is read here (see openaiChunk).
+	var resp *http.Response
+	opts := append(b.reasoning(&params, req.Reasoning, model),
+		option.WithJSONSet("stream", true), option.WithResponseBodyInto(&resp))
+	if _, err := b.chat.New(ctx, params, opts...); err != nil {
+		if resp != nil && resp.Body != nil {
+			resp.Body.Close()
+		}
+		return nil, b.error(ctx, err)
+	}
+	defer resp.Body.Close()
 	d := openaiDecoder{a: newAssembler(ctx, b.cfg.Name, req, model, fn)}
-	for stream.Next() {
-		chunk := stream.Current()
-		if err := d.chunk(&chunk); err != nil {
+	sse := newSSEReader(resp.Body)
+	for {
+		data, err := sse.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return d.a.partial(), b.error(ctx, err)
+		}
+		if bytes.HasPrefix(data, []byte("[DONE]")) {
+			break
+		}
+		if bytes.Contains(data, []byte(`"error"`)) {
+			if r := gjson.GetBytes(data, "error"); r.Exists() {
+				return d.a.partial(), classify(&APIError{Backend: b.cfg.Name, Code: firstString(r, "code", "type"), Message: firstString(r, "message")})
+			}
+		}
+		// Text that arrived while the last piece was passed on goes on
+		// as one piece (see assembler.batch).
+		d.a.batch = sse.more()
+		if err := d.event(data); err != nil {
 			return d.a.partial(), err
 		}
 	}
-	if err := stream.Err(); err != nil {
-		return d.a.partial(), b.error(ctx, err)
+	d.a.batch = false
+	if err := d.a.flush(); err != nil {
+		return d.a.partial(), err
 	}
 	if d.finish == "" {
 		return d.a.partial(), streamCut(b.cfg.Name)
@@ -226,11 +255,6 @@ func (b *openaiBackend) error(ctx context.Context, err error) error {
 			}
 		}
 		return classify(e)
-	}
-	var se *ssestream.StreamError
-	if errors.As(err, &se) {
-		r := gjson.GetBytes(se.Event.Data, "error")
-		return classify(&APIError{Backend: b.cfg.Name, Code: firstString(r, "code", "type"), Message: firstString(r, "message")})
 	}
 	return transportError(b.cfg.Name, ctx, err)
 }

@@ -1,11 +1,9 @@
 package backend
 
 import (
-	"encoding/json"
 	"strconv"
-	"strings"
 
-	"github.com/openai/openai-go/v3"
+	"github.com/tidwall/gjson"
 
 	"ollie.dev/ollie/internal/errs"
 )
@@ -25,11 +23,124 @@ type openaiCall struct {
 	args     []byte
 }
 
-func (d *openaiDecoder) chunk(c *openai.ChatCompletionChunk) error {
-	if c.JSON.Usage.Valid() {
-		u := c.Usage
-		cached := int(u.PromptTokensDetails.CachedTokens)
-		written := int(u.PromptTokensDetails.CacheWriteTokens)
+// openaiChunk is what ollie reads of a chat.completion.chunk. The SDK's
+// own decoding of a chunk costs many times what the text it carries
+// does; this one is one pass of gjson over the event, after a check that
+// it is JSON, filling in just these fields.
+type openaiChunk struct {
+	Model   string
+	Choices []openaiChoice
+	Usage   *openaiUsage
+}
+
+type openaiChoice struct {
+	Index        int64
+	Delta        openaiDelta
+	FinishReason string
+}
+
+type openaiUsage struct {
+	PromptTokens, CompletionTokens int64
+	CachedTokens, CacheWriteTokens int64 // under prompt_tokens_details
+	Cost                           gjson.Result
+}
+
+type openaiDelta struct {
+	Content, Refusal string
+	// Reasoning, under the names vLLM, DeepSeek, GLM, llama.cpp
+	// (reasoning_content) and OpenRouter, Ollama, newer vLLM (reasoning)
+	// use. Kept as found, as a server may send null or another type.
+	ReasoningContent, Reasoning gjson.Result
+	ToolCalls                   []openaiToolDelta
+}
+
+type openaiToolDelta struct {
+	Index           int64
+	ID              string
+	Name, Arguments string // under function
+}
+
+// event decodes one event's data. An event that is not a JSON object is
+// an error, as it was to the SDK; a field of another type than the API's
+// is taken as absent, as the SDK took it.
+func (d *openaiDecoder) event(data []byte) error {
+	if !gjson.ValidBytes(data) {
+		return errs.E(errs.Unavailable, "backend "+d.a.name+": stream event is not JSON")
+	}
+	root := gjson.ParseBytes(data)
+	if !root.IsObject() {
+		return errs.E(errs.Unavailable, "backend "+d.a.name+": stream event is not a chunk")
+	}
+	var c openaiChunk
+	root.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "model":
+			c.Model = str(v)
+		case "usage":
+			if v.IsObject() {
+				c.Usage = &openaiUsage{
+					PromptTokens:     v.Get("prompt_tokens").Int(),
+					CompletionTokens: v.Get("completion_tokens").Int(),
+					CachedTokens:     v.Get("prompt_tokens_details.cached_tokens").Int(),
+					CacheWriteTokens: v.Get("prompt_tokens_details.cache_write_tokens").Int(),
+					Cost:             v.Get("cost"),
+				}
+			}
+		case "choices":
+			v.ForEach(func(_, ch gjson.Result) bool {
+				c.Choices = append(c.Choices, openaiChoice{
+					Index:        ch.Get("index").Int(),
+					Delta:        openaiDeltaOf(ch.Get("delta")),
+					FinishReason: str(ch.Get("finish_reason")),
+				})
+				return true
+			})
+		}
+		return true
+	})
+	return d.chunk(&c)
+}
+
+func openaiDeltaOf(v gjson.Result) openaiDelta {
+	var d openaiDelta
+	v.ForEach(func(k, f gjson.Result) bool {
+		switch k.Str {
+		case "content":
+			d.Content = str(f)
+		case "refusal":
+			d.Refusal = str(f)
+		case "reasoning_content":
+			d.ReasoningContent = f
+		case "reasoning":
+			d.Reasoning = f
+		case "tool_calls":
+			f.ForEach(func(_, tc gjson.Result) bool {
+				d.ToolCalls = append(d.ToolCalls, openaiToolDelta{
+					Index:     tc.Get("index").Int(),
+					ID:        str(tc.Get("id")),
+					Name:      str(tc.Get("function.name")),
+					Arguments: str(tc.Get("function.arguments")),
+				})
+				return true
+			})
+		}
+		return true
+	})
+	return d
+}
+
+// str is a JSON string's value, "" for any other type.
+func str(v gjson.Result) string {
+	if v.Type == gjson.String {
+		return v.Str
+	}
+	return ""
+}
+
+func (d *openaiDecoder) chunk(c *openaiChunk) error {
+	if u := c.Usage; u != nil {
+		cached := int(u.CachedTokens)
+		written := int(u.CacheWriteTokens)
 		d.a.setUsage(Usage{
 			// prompt_tokens counts the cached tokens too.
 			Input:      max(0, int(u.PromptTokens)-cached-written),
@@ -37,9 +148,8 @@ func (d *openaiDecoder) chunk(c *openai.ChatCompletionChunk) error {
 			CacheRead:  cached,
 			CacheWrite: written,
 		})
-		// OpenRouter reports what the request cost, in USD.
-		if f, ok := u.JSON.ExtraFields["cost"]; ok {
-			if usd, err := strconv.ParseFloat(f.Raw(), 64); err == nil && usd >= 0 {
+		if u.Cost.Exists() {
+			if usd, err := strconv.ParseFloat(u.Cost.Raw, 64); err == nil && usd >= 0 {
 				d.a.setCost(usd, CostReported)
 			}
 		}
@@ -62,22 +172,15 @@ func (d *openaiDecoder) chunk(c *openai.ChatCompletionChunk) error {
 	return nil
 }
 
-func (d *openaiDecoder) delta(delta *openai.ChatCompletionChunkChoiceDelta) error {
-	// Reasoning, under the names vLLM, DeepSeek, GLM, llama.cpp
-	// (reasoning_content) and OpenRouter, Ollama, newer vLLM (reasoning)
-	// use. A server that sends both sends the same text twice: the first
-	// is taken.
-	for _, k := range []string{"reasoning_content", "reasoning"} {
-		// Extra fields are never Valid to the SDK, which does not know
-		// them; their raw JSON is there.
-		if f, ok := delta.JSON.ExtraFields[k]; ok && strings.HasPrefix(f.Raw(), `"`) {
-			var s string
-			if json.Unmarshal([]byte(f.Raw()), &s) == nil && s != "" {
-				if err := d.a.addThinking(s); err != nil {
-					return err
-				}
-				break
+func (d *openaiDecoder) delta(delta *openaiDelta) error {
+	// A server that sends both sends the same text twice: the first is
+	// taken.
+	for _, r := range []gjson.Result{delta.ReasoningContent, delta.Reasoning} {
+		if s := str(r); s != "" {
+			if err := d.a.addThinking(s); err != nil {
+				return err
 			}
+			break
 		}
 	}
 	if err := d.a.addText(delta.Content); err != nil {
@@ -94,10 +197,10 @@ func (d *openaiDecoder) delta(delta *openai.ChatCompletionChunkChoiceDelta) erro
 		if tc.ID != "" {
 			c.id = tc.ID
 		}
-		if tc.Function.Name != "" && c.name == "" {
-			c.name = tc.Function.Name
+		if tc.Name != "" && c.name == "" {
+			c.name = tc.Name
 		}
-		c.args = append(c.args, tc.Function.Arguments...)
+		c.args = append(c.args, tc.Arguments...)
 	}
 	return nil
 }

@@ -18,7 +18,11 @@
 //	turn           present while a turn runs: names the prompt; a crash leaves it
 //
 // Every append to chat, context.jsonl and events.jsonl that acknowledges a
-// client's write is fsync'd before that write returns.
+// client's write is fsync'd before that write returns. Each record of the
+// .jsonl logs is appended with its newline in one write, so bytes after
+// the last newline are a record a crash tore, never acknowledged: opening
+// the log for append cuts them, and History leaves them out; a bad line
+// before the last is corruption, reported by its line number.
 //
 // A Session composes parts that each do one job, each with its own tests:
 // the logs (store.go), the state machine (state.go), the prompt queue

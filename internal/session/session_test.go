@@ -402,3 +402,37 @@ func TestSaveTranscript(t *testing.T) {
 		t.Errorf("chat %q history %q", c, h)
 	}
 }
+
+// History leaves out a last record a crash tore (it has no newline: it
+// was never acknowledged), and reports a line in the middle that is not
+// JSON, which is corruption, by its number.
+func TestHistoryTornAndCorrupt(t *testing.T) {
+	s := newIn(t, openManager(t, t.TempDir(), newRunner()))
+	s.Submit("one")
+	if st, e := wait(t, s); st != session.Idle {
+		t.Fatalf("%s: %s", st, e)
+	}
+	whole, err := s.History()
+	if err != nil || len(whole) == 0 {
+		t.Fatalf("history %d messages, %v", len(whole), err)
+	}
+	good, err := os.ReadFile(s.ContextPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, torn := range []string{`{"role":"user","te`, `{"role":"user","text":"x"}`, "\x00\x00\x00"} {
+		if err := os.WriteFile(s.ContextPath(), append(append([]byte(nil), good...), torn...), 0600); err != nil {
+			t.Fatal(err)
+		}
+		if h, err := s.History(); err != nil || len(h) != len(whole) {
+			t.Errorf("with the torn tail %q: %d messages, %v; want %d", torn, len(h), err, len(whole))
+		}
+	}
+	corrupt := append([]byte("{\"role\":\"user\",\"text\":\"a\"}\n{\"role\":\"us\n"), good...)
+	if err := os.WriteFile(s.ContextPath(), corrupt, 0600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.History(); err == nil || !strings.Contains(err.Error(), "line 2 is not JSON") {
+		t.Errorf("a corrupt line in the middle: %v", err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -243,7 +244,12 @@ type appendFile struct {
 }
 
 func openAppend(name string) (*appendFile, error) {
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0600)
+	records := strings.HasSuffix(name, ".jsonl")
+	flag := os.O_WRONLY
+	if records {
+		flag = os.O_RDWR
+	}
+	f, err := os.OpenFile(name, flag|os.O_CREATE|os.O_APPEND, 0600)
 	if err != nil {
 		return nil, err
 	}
@@ -252,9 +258,48 @@ func openAppend(name string) (*appendFile, error) {
 		f.Close()
 		return nil, err
 	}
+	size := fi.Size()
+	if records {
+		if size, err = cutTorn(f, size); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
 	a := &appendFile{f: f}
-	a.size.Store(fi.Size())
+	a.size.Store(size)
 	return a, nil
+}
+
+// cutTorn truncates a log of records, one a line, of size bytes, after
+// its last newline, and returns its new size. Each record is appended
+// with its newline in one write, so bytes after the last newline are a
+// record torn by a crash, which was never acknowledged (the write that
+// acknowledges is fsync'd whole). Left there, the next record would be
+// appended to it, and the two read as one corrupt line.
+func cutTorn(f *os.File, size int64) (int64, error) {
+	var buf [4096]byte
+	end := size
+	for end > 0 {
+		n := int64(len(buf))
+		if n > end {
+			n = end
+		}
+		if _, err := f.ReadAt(buf[:n], end-n); err != nil {
+			return 0, err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			end = end - n + int64(i) + 1
+			break
+		}
+		end -= n
+	}
+	if end == size {
+		return size, nil
+	}
+	if err := f.Truncate(end); err != nil {
+		return 0, err
+	}
+	return end, f.Sync()
 }
 
 // write appends b, and fsyncs it when durable is set.

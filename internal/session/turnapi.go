@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"ollie.dev/ollie/internal/errs"
@@ -50,7 +52,10 @@ func (t *Turn) Sync() error {
 // History returns the messages of the history, oldest first.
 func (t *Turn) History() ([]json.RawMessage, error) { return t.s.History() }
 
-// History returns the messages of the history, oldest first.
+// History returns the messages of the history, oldest first. A last line
+// without its newline is a record a crash tore before it was acknowledged
+// (see cutTorn), and is left out; any other line that is not JSON is
+// corruption, an error that names the line.
 func (s *Session) History() ([]json.RawMessage, error) {
 	f, err := os.Open(s.ContextPath())
 	if os.IsNotExist(err) {
@@ -61,19 +66,35 @@ func (s *Session) History() ([]json.RawMessage, error) {
 	}
 	defer f.Close()
 	var out []json.RawMessage
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), maxPrompt*4)
-	for sc.Scan() {
-		line := bytes.TrimSpace(sc.Bytes())
+	r := bufio.NewReaderSize(f, 64<<10)
+	for n := 1; ; n++ {
+		line, err := r.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			line = append([]byte(nil), line...)
+			for err == bufio.ErrBufferFull && len(line) <= maxPrompt*4 {
+				var more []byte
+				more, err = r.ReadSlice('\n')
+				line = append(line, more...)
+			}
+			if err == bufio.ErrBufferFull {
+				return out, errs.E(errs.Other, s.ContextPath()+": line "+strconv.Itoa(n)+" is too long")
+			}
+		}
+		if err == io.EOF {
+			return out, nil // a torn last record, if any, is dropped
+		}
+		if err != nil {
+			return out, err
+		}
+		line = bytes.TrimSpace(line)
 		if len(line) == 0 {
 			continue
 		}
 		if !json.Valid(line) {
-			return out, errs.E(errs.Other, "history line is not JSON")
+			return out, errs.E(errs.Other, s.ContextPath()+": line "+strconv.Itoa(n)+" is not JSON: the history is corrupt")
 		}
 		out = append(out, append(json.RawMessage(nil), line...))
 	}
-	return out, sc.Err()
 }
 
 // ReplaceHistory swaps the history for msgs (compaction). The old history
