@@ -70,6 +70,7 @@ func staticFiles(fsys fs.FS) http.Handler {
 
 // page is what every template gets.
 type page struct {
+	Base  string // the secret path every link starts with
 	Title string
 	CSRF  string
 	Nav   string
@@ -78,7 +79,7 @@ type page struct {
 
 func (s *Server) render(w http.ResponseWriter, name, title, nav string, data any) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	if err := pages.ExecuteTemplate(w, name, page{Title: title, CSRF: s.csrf, Nav: nav, Data: data}); err != nil {
+	if err := pages.ExecuteTemplate(w, name, page{Base: s.prefix, Title: title, CSRF: s.csrf, Nav: nav, Data: data}); err != nil {
 		s.o.Logf("web: %s: %v", name, err)
 	}
 }
