@@ -724,5 +724,13 @@ func TestAttackOutsideThePath(t *testing.T) {
 	if code != http.StatusSeeOther || h.Get("Location") != strings.TrimPrefix(e.url, e.origin) {
 		t.Errorf("GET the path without its \"/\": %d, Location %q", code, h.Get("Location"))
 	}
+	// The mux's own redirects inside the path keep it.
+	for _, p := range []string{"/assets", "/s/" + id + "/../../files"} {
+		req, _ := http.NewRequest("GET", e.base+p, nil)
+		code, _, h := get(t, c, req)
+		if loc := h.Get("Location"); code/100 != 3 || !strings.HasPrefix(loc, strings.TrimPrefix(e.base, e.origin)+"/") {
+			t.Errorf("GET %s: %d, Location %q: want a redirect under the secret path", p, code, loc)
+		}
+	}
 	e.untouched(id, "outside", "", "")
 }

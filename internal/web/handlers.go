@@ -23,22 +23,25 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	},
 }).ParseFS(assets, "assets/*.html"))
 
+// routes are all under the secret path, so that the mux's own
+// redirects (to a path with its final "/", or a clean one) keep it.
 func (s *Server) routes() {
 	m := http.NewServeMux()
 	static, _ := fs.Sub(assets, "assets")
-	m.Handle("GET /assets/", http.StripPrefix("/assets/", staticFiles(static)))
-	m.HandleFunc("GET /{$}", s.index)
-	m.HandleFunc("GET /s/{id}", withID(s.session))
-	m.HandleFunc("GET /s/{id}/{file}", withID(s.view))
-	m.HandleFunc("GET /files", s.files)
-	m.HandleFunc("GET /edit", s.edit)
-	m.HandleFunc("GET /search", s.search)
-	m.HandleFunc("GET /events/list", s.listStream)
-	m.HandleFunc("GET /events/s/{id}", withID(s.sessionStream))
-	m.HandleFunc("POST /api/new", s.apiNew)
-	m.HandleFunc("POST /api/s/{id}/{op}", withID(s.apiSession))
-	m.HandleFunc("POST /api/ask/{id}/{n}", withID(s.apiAsk))
-	m.HandleFunc("POST /api/put", s.apiPut)
+	p := s.prefix
+	m.Handle("GET "+p+"/assets/", http.StripPrefix(p+"/assets/", staticFiles(static)))
+	m.HandleFunc("GET "+p+"/{$}", s.index)
+	m.HandleFunc("GET "+p+"/s/{id}", withID(s.session))
+	m.HandleFunc("GET "+p+"/s/{id}/{file}", withID(s.view))
+	m.HandleFunc("GET "+p+"/files", s.files)
+	m.HandleFunc("GET "+p+"/edit", s.edit)
+	m.HandleFunc("GET "+p+"/search", s.search)
+	m.HandleFunc("GET "+p+"/events/list", s.listStream)
+	m.HandleFunc("GET "+p+"/events/s/{id}", withID(s.sessionStream))
+	m.HandleFunc("POST "+p+"/api/new", s.apiNew)
+	m.HandleFunc("POST "+p+"/api/s/{id}/{op}", withID(s.apiSession))
+	m.HandleFunc("POST "+p+"/api/ask/{id}/{n}", withID(s.apiAsk))
+	m.HandleFunc("POST "+p+"/api/put", s.apiPut)
 	s.mux = m
 }
 

@@ -187,10 +187,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "405 method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	r2 := r.Clone(r.Context())
-	r2.URL.Path = rest
-	r2.URL.RawPath = strings.TrimPrefix(r.URL.RawPath, s.prefix)
-	s.mux.ServeHTTP(w, r2)
+	s.mux.ServeHTTP(w, r)
 }
 
 // hasToken says whether a cookie of r carries the token. Every cookie of
