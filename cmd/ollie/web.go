@@ -34,7 +34,9 @@ same file I/O a shell does.
 
 It listens on loopback only (port 0 picks a free one) and prints the
 URL to open on its first line: it carries a token made fresh at every
-start, which the page keeps in a cookie. A request without it gets 401.
+start, which the page keeps in a cookie, and a secret path the page and
+the cookie live under (cookies do not tell ports apart). A request
+without the cookie gets 401, one outside the path 404.
 'ollie start' starts it too when ollie.json has "web": "127.0.0.1:PORT"
 (the URL is then in ollie.log). See docs/web.md.`,
 		flags: func(fs *flag.FlagSet) {

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -99,11 +100,14 @@ func watchPage(t *testing.T, ctx context.Context) *watch {
 
 // injected lists the elements and attributes of the page that no text of
 // the tree may make.
-const injected = `[...document.querySelectorAll('script:not([src="/assets/app.js"]), img, iframe, frame, object, embed, svg, math, ` +
-	`style, link:not([href="/assets/style.css"]):not([href="/assets/icon.svg"]), base, meta[http-equiv], video, audio, source, ` +
+// (The page's own script and styles are under the secret path, which
+// the server writes into <html data-base>.)
+const injected = `((b) => [...document.querySelectorAll(` +
+	"`" + `script:not([src="${b}/assets/app.js"]), img, iframe, frame, object, embed, svg, math, ` +
+	`style, link:not([href="${b}/assets/style.css"]):not([href="${b}/assets/icon.svg"]), base, meta[http-equiv], video, audio, source, ` +
 	`form:not(#newform):not(#promptform):not(#editform):not(.searchform), button[formaction], [onerror], [onload], [onclick], ` +
 	`[onmouseover], [ontoggle], [onfocus], [srcdoc], [title*=onmouseover], :not(.seg)[style], a[href^="javascript" i], ` +
-	`a[href^="data" i], a[href^="vbscript" i]')].map(e => e.outerHTML.slice(0, 160))`
+	`a[href^="data" i], a[href^="vbscript" i]` + "`" + `)].map(e => e.outerHTML.slice(0, 160)))(document.documentElement.dataset.base)`
 
 func checkPage(t *testing.T, ctx context.Context, w *watch, what string) {
 	t.Helper()
@@ -256,7 +260,9 @@ func TestAttackBrowserConsentShowsAll(t *testing.T) {
 // TestAttackOtherPortGetsNoToken: cookies do not tell ports apart (RFC
 // 6265 §8.5), so a cookie of 127.0.0.1:PORT goes to every server on
 // 127.0.0.1 the browser visits: a dev server the agent started, another
-// local user's. None may receive the page's token.
+// local user's. None may receive the page's token, nor the secret path
+// the cookie is scoped to; and the cookies such a server plants under
+// the same name lock nobody out.
 func TestAttackOtherPortGetsNoToken(t *testing.T) {
 	e := start(t, &llmtest.Script{})
 	ctx := browser(t)
@@ -267,9 +273,14 @@ func TestAttackOtherPortGetsNoToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	hostile := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b strings.Builder
+		r.Write(&b)
 		mu.Lock()
-		seen = append(seen, r.Header.Get("Cookie"))
+		seen = append(seen, b.String())
 		mu.Unlock()
+		for _, p := range []string{"/", "/s", "/assets", "/events"} {
+			w.Header().Add("Set-Cookie", cookieName(e)+"=planted; Path="+p+"; SameSite=Lax")
+		}
 		w.Header().Set("Content-Type", "text/html")
 		w.Write([]byte("<p id=hostile>a dev server</p>"))
 	})}
@@ -278,11 +289,19 @@ func TestAttackOtherPortGetsNoToken(t *testing.T) {
 	do(t, ctx, chromedp.Navigate(e.url), chromedp.WaitVisible(chromedp.ID("newform")))
 	// The person opens the dev server (typed, or a link in a reply).
 	do(t, ctx, chromedp.Navigate("http://"+ln.Addr().String()+"/"), chromedp.WaitVisible(chromedp.ID("hostile")))
+	do(t, ctx, chromedp.Navigate("http://"+ln.Addr().String()+"/s/x"), chromedp.WaitVisible(chromedp.ID("hostile")))
+	secret := strings.TrimPrefix(e.base, e.origin+"/")
 	mu.Lock()
-	defer mu.Unlock()
-	for _, c := range seen {
-		if strings.Contains(c, tokenOf(e)) {
-			t.Errorf("the server on %s got the token: Cookie %q", ln.Addr(), c)
+	if len(seen) < 2 {
+		t.Errorf("the server on %s saw %d requests, want 2", ln.Addr(), len(seen))
+	}
+	for _, req := range seen {
+		if strings.Contains(req, tokenOf(e)) || strings.Contains(req, secret) || strings.Contains(req, cookieName(e)+"=") && !strings.Contains(req, cookieName(e)+"=planted") {
+			t.Errorf("the server on %s got the token, the secret path or ollie's cookie:\n%s", ln.Addr(), req)
 		}
 	}
+	mu.Unlock()
+	// The planted cookies go to ollie too; its own still counts.
+	do(t, ctx, chromedp.Navigate(e.base+"/"), chromedp.WaitVisible(chromedp.ID("newform")))
+	until(t, ctx, "the page works after the planted cookies", "document.documentElement.dataset.base === "+strconv.Quote(strings.TrimPrefix(e.base, e.origin)))
 }

@@ -144,7 +144,7 @@ func TestAttackNoTokenEveryRoute(t *testing.T) {
 		cookieName(e) + "=", cookieName(e) + "=" + strings.ToUpper(tok)} {
 		for _, r := range routes(id, n) {
 			req, _ := http.NewRequest(r[0], e.base+r[1], strings.NewReader(bodyFor(r[1], e.cwd)))
-			req.Header.Set("Origin", e.base)
+			req.Header.Set("Origin", e.origin)
 			req.Header.Set("Content-Type", "application/json")
 			if cookie != "" {
 				req.Header.Set("Cookie", cookie)
@@ -164,7 +164,7 @@ func TestAttackNoTokenEveryRoute(t *testing.T) {
 		}
 		// The WebSocket handshake of the page's streams.
 		for _, p := range []string{"/events/list", "/events/s/" + id} {
-			code, body := wsHandshake(t, e, p, e.base, cookie)
+			code, body := wsHandshake(t, e, p, e.origin, cookie)
 			if code != http.StatusUnauthorized || strings.Contains(body, id) {
 				t.Errorf("WebSocket %s with cookie %q: %d %q", p, cookie, code, body)
 			}
@@ -177,7 +177,7 @@ func TestAttackNoTokenEveryRoute(t *testing.T) {
 			continue
 		}
 		req, _ := http.NewRequest("POST", e.base+r[1]+"?token="+url.QueryEscape(tok), strings.NewReader(bodyFor(r[1], e.cwd)))
-		req.Header.Set("Origin", e.base)
+		req.Header.Set("Origin", e.origin)
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer "+tok)
 		req.Header.Set("X-Ollie-Token", tok)
@@ -190,7 +190,7 @@ func TestAttackNoTokenEveryRoute(t *testing.T) {
 }
 
 func cookieName(e *env) string {
-	_, port, _ := net.SplitHostPort(strings.TrimPrefix(e.base, "http://"))
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(e.origin, "http://"))
 	return "ollie_web_" + port
 }
 
@@ -239,7 +239,7 @@ func TestAttackTokenNeverShown(t *testing.T) {
 			t.Errorf("GET %s…: Referrer-Policy %q", p, h.Get("Referrer-Policy"))
 		}
 		c := h.Get("Set-Cookie")
-		for _, want := range []string{"HttpOnly", "SameSite=Strict", "Path=/"} {
+		for _, want := range []string{"HttpOnly", "SameSite=Strict", "Path=" + strings.TrimPrefix(e.base, e.origin) + "/;"} {
 			if !strings.Contains(c, want) {
 				t.Errorf("Set-Cookie %q lacks %s", c, want)
 			}
@@ -286,7 +286,7 @@ func TestAttackRebindingEveryRoute(t *testing.T) {
 	n := e.asking(id, "rebind")
 	c := e.client()
 	csrf := csrfOf(t, e, c)
-	_, port, _ := net.SplitHostPort(strings.TrimPrefix(e.base, "http://"))
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(e.origin, "http://"))
 	for _, host := range []string{"evil.example:" + port, "evil.example", "localhost.:" + port, "127.0.0.2:" + port,
 		"0.0.0.0:" + port, "127.1:" + port, "2130706433:" + port, "[::ffff:127.0.0.1]:" + port, "LOCALHOST:" + port} {
 		for _, r := range routes(id, n) {
@@ -305,13 +305,13 @@ func TestAttackRebindingEveryRoute(t *testing.T) {
 		}
 	}
 	// A request line in absolute form names its host there.
-	conn, err := net.Dial("tcp", strings.TrimPrefix(e.base, "http://"))
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.origin, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
 	fmt.Fprintf(conn, "GET http://evil.example:%s/ HTTP/1.1\r\nHost: %s\r\nCookie: %s=%s\r\nConnection: close\r\n\r\n",
-		port, strings.TrimPrefix(e.base, "http://"), cookieName(e), tokenOf(e))
+		port, strings.TrimPrefix(e.origin, "http://"), cookieName(e), tokenOf(e))
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -330,7 +330,7 @@ func TestAttackCSRFEveryChange(t *testing.T) {
 	n := e.asking(id, "csrf")
 	c := e.client()
 	csrf := csrfOf(t, e, c)
-	_, port, _ := net.SplitHostPort(strings.TrimPrefix(e.base, "http://"))
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(e.origin, "http://"))
 	type attack struct {
 		name, method, origin, token, ctype, site string
 	}
@@ -338,21 +338,21 @@ func TestAttackCSRFEveryChange(t *testing.T) {
 		{"foreign Origin", "POST", "http://evil.example", csrf, "application/json", ""},
 		{"another port of this host", "POST", "http://127.0.0.1:1", csrf, "application/json", "same-site"},
 		{"localhost for 127.0.0.1", "POST", "http://localhost:" + port, csrf, "application/json", "same-site"},
-		{"https Origin", "POST", "https://" + strings.TrimPrefix(e.base, "http://"), csrf, "application/json", ""},
+		{"https Origin", "POST", "https://" + strings.TrimPrefix(e.origin, "http://"), csrf, "application/json", ""},
 		{"Origin null", "POST", "null", csrf, "application/json", ""},
 		{"no Origin", "POST", "", csrf, "application/json", ""},
-		{"no CSRF token", "POST", e.base, "", "application/json", ""},
-		{"wrong CSRF token", "POST", e.base, csrf + "x", "application/json", ""},
-		{"the cookie's token as CSRF", "POST", e.base, tokenOf(e), "application/json", ""},
-		{"cross-site fetch", "POST", e.base, csrf, "application/json", "cross-site"},
-		{"text/plain form", "POST", e.base, csrf, "text/plain", ""},
-		{"urlencoded form", "POST", e.base, csrf, "application/x-www-form-urlencoded", ""},
-		{"multipart form", "POST", e.base, csrf, "multipart/form-data; boundary=x", ""},
-		{"no content type", "POST", e.base, csrf, "", ""},
-		{"GET", "GET", e.base, csrf, "application/json", ""},
-		{"HEAD", "HEAD", e.base, csrf, "application/json", ""},
-		{"PUT", "PUT", e.base, csrf, "application/json", ""},
-		{"DELETE", "DELETE", e.base, csrf, "application/json", ""},
+		{"no CSRF token", "POST", e.origin, "", "application/json", ""},
+		{"wrong CSRF token", "POST", e.origin, csrf + "x", "application/json", ""},
+		{"the cookie's token as CSRF", "POST", e.origin, tokenOf(e), "application/json", ""},
+		{"cross-site fetch", "POST", e.origin, csrf, "application/json", "cross-site"},
+		{"text/plain form", "POST", e.origin, csrf, "text/plain", ""},
+		{"urlencoded form", "POST", e.origin, csrf, "application/x-www-form-urlencoded", ""},
+		{"multipart form", "POST", e.origin, csrf, "multipart/form-data; boundary=x", ""},
+		{"no content type", "POST", e.origin, csrf, "", ""},
+		{"GET", "GET", e.origin, csrf, "application/json", ""},
+		{"HEAD", "HEAD", e.origin, csrf, "application/json", ""},
+		{"PUT", "PUT", e.origin, csrf, "application/json", ""},
+		{"DELETE", "DELETE", e.origin, csrf, "application/json", ""},
 	}
 	for _, a := range attacks {
 		for _, r := range routes(id, n) {
@@ -394,7 +394,7 @@ func TestAttackCSRFEveryChange(t *testing.T) {
 	// The page's own request still works (so the refusals above are not
 	// the server refusing everything).
 	req, _ := http.NewRequest("POST", e.base+"/api/ask/"+id+"/"+n, strings.NewReader(`{"Text":"deny"}`))
-	req.Header.Set("Origin", e.base)
+	req.Header.Set("Origin", e.origin)
 	req.Header.Set("X-Ollie-CSRF", csrf)
 	req.Header.Set("Content-Type", "application/json")
 	if code, body, _ := get(t, c, req); code != http.StatusOK {
@@ -406,7 +406,7 @@ func TestAttackCSRFEveryChange(t *testing.T) {
 func (e *env) send(c *http.Client, csrf, p, body string) (int, string) {
 	e.t.Helper()
 	req, _ := http.NewRequest("POST", e.base+p, strings.NewReader(body))
-	req.Header.Set("Origin", e.base)
+	req.Header.Set("Origin", e.origin)
 	req.Header.Set("X-Ollie-CSRF", csrf)
 	req.Header.Set("Content-Type", "application/json")
 	code, b, _ := get(e.t, c, req)
@@ -481,7 +481,7 @@ func TestAttackHugeBodies(t *testing.T) {
 	big := strings.Repeat("A", 8<<20)
 	for _, p := range []string{"/api/put", "/api/s/" + id + "/prompt", "/api/new"} {
 		req, _ := http.NewRequest("POST", e.base+p, strings.NewReader(`{"Path":"m/keep","Text":"`+big+`","Cwd":"`+big+`"}`))
-		req.Header.Set("Origin", e.base)
+		req.Header.Set("Origin", e.origin)
 		req.Header.Set("X-Ollie-CSRF", csrf)
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := c.Do(req) // an error is the server hanging up on the rest of the body
@@ -588,7 +588,7 @@ func TestAttackCSPEveryResponse(t *testing.T) {
 		is("frame-src", "'none'")
 		is("img-src", "'self'", "'none'")
 		is("style-src", "'self'")
-		is("connect-src", "'self'", "ws://"+strings.TrimPrefix(e.base, "http://"))
+		is("connect-src", "'self'", "ws://"+strings.TrimPrefix(e.origin, "http://"))
 	}
 }
 
@@ -684,4 +684,53 @@ func TestAttackFieldInjection(t *testing.T) {
 	if idx := e.read("s/idx"); strings.Contains(idx, "evil") || strings.Count(idx, "\n") != 1 {
 		t.Errorf("s/idx after the attempts:\n%s", idx)
 	}
+}
+
+// TestAttackOutsideThePath: the page lives under a secret path only.
+// Every other path answers 404 with nothing in it, not a hint of the
+// path, whatever cookie or token the request carries, and a token in
+// the query there makes no cookie.
+func TestAttackOutsideThePath(t *testing.T) {
+	e := start(t, &llmtest.Script{})
+	id := e.newSession("outside")
+	c := e.client()
+	secret := strings.TrimPrefix(e.base, e.origin+"/")
+	tok := url.QueryEscape(tokenOf(e))
+	for _, p := range []string{"/", "/?token=" + tok, "/s/" + id, "/assets/app.js", "/events/list", "/search?q=outside",
+		"/" + secret[:len(secret)-1] + "/", "/" + secret + "x/", "/" + secret + "x/?token=" + tok, "/" + strings.ToUpper(secret) + "/",
+		"/x/" + secret + "/", "//" + secret + "/", "/%2F" + secret + "/"} {
+		for _, m := range []string{"GET", "POST"} {
+			req, _ := http.NewRequest(m, e.origin+p, strings.NewReader(`{"Text":"hi"}`))
+			req.Header.Set("Origin", e.origin)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Cookie", cookieName(e)+"="+tokenOf(e))
+			code, body, h := get(t, c, req)
+			if code != http.StatusNotFound {
+				t.Errorf("%s %s: %d, want 404", m, p, code)
+			}
+			for k, v := range h {
+				if strings.Contains(strings.Join(v, " "), secret) || strings.Contains(strings.Join(v, " "), tokenOf(e)) {
+					t.Errorf("%s %s: header %s: %q", m, p, k, v)
+				}
+			}
+			if h.Get("Set-Cookie") != "" || strings.Contains(body, secret) || strings.Contains(body, id) || strings.Contains(body, "outside") {
+				t.Errorf("%s %s: Set-Cookie %q, body %q", m, p, h.Get("Set-Cookie"), body)
+			}
+		}
+	}
+	// The secret path without its final "/" leads to it (and the cookie).
+	req, _ := http.NewRequest("GET", e.base+"?token="+tok, nil)
+	code, _, h := get(t, c, req)
+	if code != http.StatusSeeOther || h.Get("Location") != strings.TrimPrefix(e.url, e.origin) {
+		t.Errorf("GET the path without its \"/\": %d, Location %q", code, h.Get("Location"))
+	}
+	// The mux's own redirects inside the path keep it.
+	for _, p := range []string{"/assets", "/s/" + id + "/../../files"} {
+		req, _ := http.NewRequest("GET", e.base+p, nil)
+		code, _, h := get(t, c, req)
+		if loc := h.Get("Location"); code/100 != 3 || !strings.HasPrefix(loc, strings.TrimPrefix(e.base, e.origin)+"/") {
+			t.Errorf("GET %s: %d, Location %q: want a redirect under the secret path", p, code, loc)
+		}
+	}
+	e.untouched(id, "outside", "", "")
 }

@@ -150,7 +150,7 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("the page's script can read the cookie: %q", c)
 	}
 	// A request without the cookie gets 401 and nothing else.
-	if r := eval[string](t, ctx, `fetch('/', {credentials: 'omit'}).then(async r => r.status + ' ' + await r.text())`, chromedp.EvalAwaitPromise); !strings.HasPrefix(r, "401 ") || strings.Contains(r, "<") {
+	if r := eval[string](t, ctx, `fetch(document.documentElement.dataset.base + '/', {credentials: 'omit'}).then(async r => r.status + ' ' + await r.text())`, chromedp.EvalAwaitPromise); !strings.HasPrefix(r, "401 ") || strings.Contains(r, "<") {
 		t.Errorf("GET / without the cookie: %q", r)
 	}
 

@@ -31,15 +31,16 @@ func TestMain(m *testing.M) { testutil.SandboxMain(m) }
 // agent loop on a real socket, a scripted model, and `ollie web` on a
 // loopback port, dialled over 9P like every other client.
 type env struct {
-	t    *testing.T
-	cfg  *config.Config
-	llm  *llmtest.Server
-	fsys *client.Fsys // the test's own 9P client
-	srv  *web.Server
-	base string // http://127.0.0.1:PORT
-	url  string // base with the token
-	cwd  string
-	log  *testutil.LogBuf
+	t      *testing.T
+	cfg    *config.Config
+	llm    *llmtest.Server
+	fsys   *client.Fsys // the test's own 9P client
+	srv    *web.Server
+	origin string // http://127.0.0.1:PORT
+	base   string // origin and the secret path, without the final "/"
+	url    string // base/ with the token
+	cwd    string
+	log    *testutil.LogBuf
 }
 
 func start(t *testing.T, sc *llmtest.Script) *env {
@@ -82,8 +83,9 @@ func start(t *testing.T, sc *llmtest.Script) *env {
 			t.Logf("log:\n%s", e.log.String())
 		}
 	})
-	e.base = "http://" + ln.Addr().String()
+	e.origin = "http://" + ln.Addr().String()
 	e.url = e.srv.URL()
+	e.base, _, _ = strings.Cut(e.url, "/?")
 	return e
 }
 
@@ -130,7 +132,7 @@ func (e *env) client() *http.Client {
 	if resp.StatusCode != http.StatusSeeOther {
 		e.t.Fatalf("GET with the token: %s", resp.Status)
 	}
-	u, _ := url.Parse(e.base)
+	u, _ := url.Parse(e.base + "/")
 	if len(jar.Cookies(u)) != 1 {
 		e.t.Fatalf("no cookie after the token: %v", resp.Header)
 	}

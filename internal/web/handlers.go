@@ -23,22 +23,25 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	},
 }).ParseFS(assets, "assets/*.html"))
 
+// routes are all under the secret path, so that the mux's own
+// redirects (to a path with its final "/", or a clean one) keep it.
 func (s *Server) routes() {
 	m := http.NewServeMux()
 	static, _ := fs.Sub(assets, "assets")
-	m.Handle("GET /assets/", http.StripPrefix("/assets/", staticFiles(static)))
-	m.HandleFunc("GET /{$}", s.index)
-	m.HandleFunc("GET /s/{id}", withID(s.session))
-	m.HandleFunc("GET /s/{id}/{file}", withID(s.view))
-	m.HandleFunc("GET /files", s.files)
-	m.HandleFunc("GET /edit", s.edit)
-	m.HandleFunc("GET /search", s.search)
-	m.HandleFunc("GET /events/list", s.listStream)
-	m.HandleFunc("GET /events/s/{id}", withID(s.sessionStream))
-	m.HandleFunc("POST /api/new", s.apiNew)
-	m.HandleFunc("POST /api/s/{id}/{op}", withID(s.apiSession))
-	m.HandleFunc("POST /api/ask/{id}/{n}", withID(s.apiAsk))
-	m.HandleFunc("POST /api/put", s.apiPut)
+	p := s.prefix
+	m.Handle("GET "+p+"/assets/", http.StripPrefix(p+"/assets/", staticFiles(static)))
+	m.HandleFunc("GET "+p+"/{$}", s.index)
+	m.HandleFunc("GET "+p+"/s/{id}", withID(s.session))
+	m.HandleFunc("GET "+p+"/s/{id}/{file}", withID(s.view))
+	m.HandleFunc("GET "+p+"/files", s.files)
+	m.HandleFunc("GET "+p+"/edit", s.edit)
+	m.HandleFunc("GET "+p+"/search", s.search)
+	m.HandleFunc("GET "+p+"/events/list", s.listStream)
+	m.HandleFunc("GET "+p+"/events/s/{id}", withID(s.sessionStream))
+	m.HandleFunc("POST "+p+"/api/new", s.apiNew)
+	m.HandleFunc("POST "+p+"/api/s/{id}/{op}", withID(s.apiSession))
+	m.HandleFunc("POST "+p+"/api/ask/{id}/{n}", withID(s.apiAsk))
+	m.HandleFunc("POST "+p+"/api/put", s.apiPut)
 	s.mux = m
 }
 
@@ -70,6 +73,7 @@ func staticFiles(fsys fs.FS) http.Handler {
 
 // page is what every template gets.
 type page struct {
+	Base  string // the secret path every link starts with
 	Title string
 	CSRF  string
 	Nav   string
@@ -78,7 +82,7 @@ type page struct {
 
 func (s *Server) render(w http.ResponseWriter, name, title, nav string, data any) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	if err := pages.ExecuteTemplate(w, name, page{Title: title, CSRF: s.csrf, Nav: nav, Data: data}); err != nil {
+	if err := pages.ExecuteTemplate(w, name, page{Base: s.prefix, Title: title, CSRF: s.csrf, Nav: nav, Data: data}); err != nil {
 		s.o.Logf("web: %s: %v", name, err)
 	}
 }

@@ -30,7 +30,7 @@ func TestNoTokenNoData(t *testing.T) {
 		}
 	}
 	req, _ := http.NewRequest("POST", e.base+"/api/s/"+id+"/prompt?token="+url.QueryEscape(tokenOf(e)), strings.NewReader(`{"Text":"hi"}`))
-	req.Header.Set("Origin", e.base)
+	req.Header.Set("Origin", e.origin)
 	req.Header.Set("Content-Type", "application/json")
 	if code, _, _ := get(t, plain, req); code != http.StatusUnauthorized {
 		t.Errorf("POST with the token in the query: %d, want 401 (the token is taken by GET only)", code)
@@ -54,7 +54,7 @@ func TestTokenBecomesStrictCookie(t *testing.T) {
 		t.Fatalf("GET URL: %d, Location %q: want a redirect that drops the token", code, h.Get("Location"))
 	}
 	c := h.Get("Set-Cookie")
-	for _, want := range []string{"HttpOnly", "SameSite=Strict", "Path=/", tokenOf(e)} {
+	for _, want := range []string{"HttpOnly", "SameSite=Strict", "Path=" + strings.TrimPrefix(e.base, e.origin) + "/;", tokenOf(e)} {
 		if !strings.Contains(c, want) {
 			t.Errorf("Set-Cookie %q lacks %s", c, want)
 		}
@@ -70,7 +70,7 @@ func TestHostHeaderAgainstRebinding(t *testing.T) {
 	e := start(t, &llmtest.Script{})
 	id := e.newSession("rebind")
 	c := e.client()
-	_, port, _ := strings.Cut(strings.TrimPrefix(e.base, "http://"), ":")
+	_, port, _ := strings.Cut(strings.TrimPrefix(e.origin, "http://"), ":")
 	for _, host := range []string{"evil.example:" + port, "evil.example", "127.0.0.1.nip.io:" + port, "127.0.0.1:1"} {
 		req, _ := http.NewRequest("GET", e.base+"/", nil)
 		req.Host = host
@@ -112,11 +112,11 @@ func TestCSRF(t *testing.T) {
 		{"", csrf, "application/json", ""},
 		{"http://evil.example", csrf, "application/json", ""},
 		{"null", csrf, "application/json", ""},
-		{e.base, "", "application/json", ""},
-		{e.base, "wrong", "application/json", ""},
-		{e.base, csrf, "application/json", "cross-site"},
-		{e.base, csrf, "application/x-www-form-urlencoded", ""},
-		{e.base, csrf, "text/plain", ""},
+		{e.origin, "", "application/json", ""},
+		{e.origin, "wrong", "application/json", ""},
+		{e.origin, csrf, "application/json", "cross-site"},
+		{e.origin, csrf, "application/x-www-form-urlencoded", ""},
+		{e.origin, csrf, "text/plain", ""},
 	} {
 		if code := post(a.origin, a.token, a.ctype, a.site); code < 400 {
 			t.Errorf("POST with %+v: %d, want it refused", a, code)
@@ -127,7 +127,7 @@ func TestCSRF(t *testing.T) {
 	}
 	for _, m := range []string{"PUT", "DELETE", "PATCH"} {
 		req, _ := http.NewRequest(m, e.base+"/api/s/"+id+"/end", nil)
-		req.Header.Set("Origin", e.base)
+		req.Header.Set("Origin", e.origin)
 		req.Header.Set("X-Ollie-CSRF", csrf)
 		if code, _, _ := get(t, c, req); code != http.StatusMethodNotAllowed {
 			t.Errorf("%s: %d", m, code)
@@ -147,10 +147,10 @@ func TestCSRF(t *testing.T) {
 			t.Errorf("WebSocket from Origin %q: %d %q", origin, code, body)
 		}
 	}
-	if code := post(e.base, csrf, "application/json", "same-origin"); code != http.StatusOK {
+	if code := post(e.origin, csrf, "application/json", "same-origin"); code != http.StatusOK {
 		t.Fatalf("the page's own POST: %d", code)
 	}
-	testutil.Until(t, "the prompt", func() bool { return strings.Contains(e.read("s/"+id+"/prompt.prev"), "from "+e.base) })
+	testutil.Until(t, "the prompt", func() bool { return strings.Contains(e.read("s/"+id+"/prompt.prev"), "from "+e.origin) })
 }
 
 var csrfMeta = regexp.MustCompile(`<meta name="csrf" content="([^"]+)">`)
@@ -190,7 +190,7 @@ func TestStrictCSPAndNoInlineScript(t *testing.T) {
 			t.Errorf("GET %s: CSP %q allows unsafe", p, csp)
 		}
 		for _, m := range script.FindAllString(body, -1) {
-			if !strings.HasPrefix(m, `<script src="/assets/`) || !strings.HasSuffix(m, ">") {
+			if !strings.HasPrefix(m, `<script src="`+strings.TrimPrefix(e.base, e.origin)+`/assets/`) || !strings.HasSuffix(m, ">") {
 				t.Errorf("GET %s: script %q is not the page's own file", p, m)
 			}
 		}
@@ -209,7 +209,7 @@ func TestPathsStayInTheirPlace(t *testing.T) {
 	csrf := csrfOf(t, e, c)
 	send := func(p, body string) (int, string) {
 		req, _ := http.NewRequest("POST", e.base+p, strings.NewReader(body))
-		req.Header.Set("Origin", e.base)
+		req.Header.Set("Origin", e.origin)
 		req.Header.Set("X-Ollie-CSRF", csrf)
 		req.Header.Set("Content-Type", "application/json")
 		code, b, _ := get(t, c, req)

@@ -11,6 +11,10 @@
 //     first request with it gets it back as an HttpOnly, SameSite=Strict
 //     cookie, and every request without the cookie gets 401 and nothing
 //     else;
+//   - the whole page lives under a secret path prefix drawn from the
+//     token, and the cookie is scoped to it: cookies do not tell ports
+//     apart, so a cookie for "/" would go to every other server on the
+//     host the browser visits; everything outside the prefix is 404;
 //   - the Host header must name the address it listens on, so that a
 //     DNS-rebound name (evil.example resolving to 127.0.0.1) gets nothing;
 //   - every request that changes something is a POST that must carry the
@@ -23,6 +27,7 @@ package web
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"net"
@@ -55,6 +60,7 @@ type Options struct {
 type Server struct {
 	o      Options
 	token  string
+	prefix string // "/" and the secret path all pages are under, without the final "/"
 	csrf   string
 	cookie string // the cookie's name, per port: cookies do not tell ports apart
 	hosts  map[string]bool
@@ -80,6 +86,7 @@ func New(o Options) (*Server, error) {
 	if s.token == "" {
 		s.token = randomToken()
 	}
+	s.prefix = "/" + pathOf(s.token)
 	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
 		s.hosts["127.0.0.1:"+port], s.hosts["[::1]:"+port] = true, true
 	}
@@ -89,9 +96,17 @@ func New(o Options) (*Server, error) {
 	return s, nil
 }
 
-// URL is the address to open, with the token.
+// URL is the address to open, with the secret path and the token.
 func (s *Server) URL() string {
-	return "http://" + s.o.Addr + "/?token=" + url.QueryEscape(s.token)
+	return "http://" + s.o.Addr + s.prefix + "/?token=" + url.QueryEscape(s.token)
+}
+
+// pathOf is the secret path segment for a token: 128 bits of a hash of
+// it, so that the path (which a browser may show or keep in its history)
+// does not give the token away, and the same token keeps the same URL.
+func pathOf(token string) string {
+	h := sha256.Sum256([]byte("ollie web path\x00" + token))
+	return base64.RawURLEncoding.EncodeToString(h[:16])
 }
 
 // Start begins watching the tree for the session list.
@@ -129,8 +144,23 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cross-Origin-Opener-Policy", "same-origin")
 	h.Set("Cross-Origin-Resource-Policy", "same-origin")
 	h.Set("Cache-Control", "no-store")
+	// Outside the secret path there is nothing, not even a hint of it.
+	rest, ok := strings.CutPrefix(r.URL.Path, s.prefix)
+	if !ok || rest != "" && rest[0] != '/' {
+		h.Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusNotFound)
+		w.Write([]byte("404 not found\n"))
+		return
+	}
+	if rest == "" {
+		// The cookie's path ends in "/", so the browser would not send it here.
+		u := *r.URL
+		u.Path, u.RawPath = s.prefix+"/", ""
+		http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+		return
+	}
 	if t := r.URL.Query().Get("token"); t != "" && r.Method == http.MethodGet && equal(t, s.token) {
-		http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: s.token, Path: "/", HttpOnly: true,
+		http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: s.token, Path: s.prefix + "/", HttpOnly: true,
 			SameSite: http.SameSiteStrictMode, Expires: time.Now().Add(30 * 24 * time.Hour)})
 		// The token leaves the address bar and the history at once.
 		q := r.URL.Query()
@@ -162,8 +192,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // hasToken says whether a cookie of r carries the token. Every cookie of
 // the name counts: a page on another port of this host can set one of
-// the same name for a longer path (cookies do not tell ports apart),
-// which the browser sends first.
+// the same name (cookies do not tell ports apart), for "/" or for a
+// longer path, which the browser sends too or first.
 func (s *Server) hasToken(r *http.Request) bool {
 	for _, c := range r.CookiesNamed(s.cookie) {
 		if equal(c.Value, s.token) {

@@ -4,6 +4,8 @@
 'use strict';
 
 const csrf = document.querySelector('meta[name=csrf]').content;
+// base is the secret path every URL of the server starts with.
+const base = document.documentElement.dataset.base;
 
 function el(tag, cls, text) {
   const e = document.createElement(tag);
@@ -13,7 +15,7 @@ function el(tag, cls, text) {
 }
 
 async function post(url, data) {
-  const r = await fetch(url, {
+  const r = await fetch(base + url, {
     method: 'POST', credentials: 'same-origin',
     headers: {'Content-Type': 'application/json', 'X-Ollie-CSRF': csrf},
     body: JSON.stringify(data || {}),
@@ -43,7 +45,7 @@ function fmtMs(ms) {
 function stream(path, on) {
   let closed = false, delay = 500;
   const open = () => {
-    const ws = new WebSocket('ws://' + location.host + (typeof path === 'function' ? path() : path));
+    const ws = new WebSocket('ws://' + location.host + base + (typeof path === 'function' ? path() : path));
     ws.addEventListener('open', () => { delay = 500; if (on.open) on.open(); });
     ws.addEventListener('message', (m) => {
       const msg = JSON.parse(m.data);
@@ -66,7 +68,7 @@ function rowCells(r) {
   const tr = el('tr');
   tr.dataset.id = r.id;
   const a = el('a', '', r.name || r.id);
-  a.href = '/s/' + encodeURIComponent(r.id);
+  a.href = base + '/s/' + encodeURIComponent(r.id);
   const td = el('td'); td.append(a); tr.append(td);
   const st = el('td'); st.append(el('span', 'state s-' + r.state.replace(/\s+/g, '-'), r.state)); tr.append(st);
   tr.append(el('td', '', r.agent));
@@ -111,7 +113,7 @@ function listPage() {
     for (const [k, v] of f.entries()) data[k[0].toUpperCase() + k.slice(1)] = v;
     const j = await post('/api/new', data);
     if (!j.ok) { showErr('newerr', j.error); return; }
-    location.href = '/s/' + encodeURIComponent(j.id);
+    location.href = base + '/s/' + encodeURIComponent(j.id);
   });
 }
 
@@ -321,7 +323,7 @@ function sessionPage(root) {
       if (!j.ok) { showErr('err', j.error); return; }
       showErr('err', '');
       if (op === 'rename') document.getElementById('sname').textContent = data.Text;
-      if (op === 'end') location.href = '/';
+      if (op === 'end') location.href = base + '/';
     });
   }
   setInterval(() => { if (events.length && stateEl.textContent !== 'idle') drawTurns(); }, 1000);
@@ -341,7 +343,7 @@ function editPage(form) {
     if (!j.ok) { showErr('err', j.error); saved.textContent = 'not saved'; return; }
     showErr('err', '');
     saved.textContent = 'saved';
-    if (create) location.href = '/edit?p=' + encodeURIComponent(j.path);
+    if (create) location.href = base + '/edit?p=' + encodeURIComponent(j.path);
   });
 }
 
