@@ -154,7 +154,7 @@ func TestMCPLiveServerKeepsItsState(t *testing.T) {
 	t.Parallel()
 	attack := `
 # Another session's mcp file: neither opened nor written.
-if (printf 'memory\n' > "$OLLIE/s/alpha/mcp") 2>/dev/null; then echo WROTE-OTHER; else echo refused-other; fi
+if url=$({ printf 'memory\n' >&3 && head -n 1 <&3; } 3<>"$OLLIE/s/alpha/mcp" 2>/dev/null); then echo "WROTE-OTHER $url"; else echo refused-other; fi
 if cat "$OLLIE/s/alpha/mcp" 2>/dev/null; then echo READ-OTHER; else echo refused-read; fi
 # Its own: a name that is not configured, or a command, starts nothing.
 for name in nosuch '/bin/sh -c id' '-- /bin/sh'; do
