@@ -66,8 +66,9 @@ func startLive(t *testing.T, script *llmtest.Script) *liveDaemon {
 }
 
 // session makes a session called name whose stages run this test
-// binary as ollie, and runs one prompt to its end.
-func (d *liveDaemon) session(t *testing.T, name string) {
+// binary as ollie, or sets the env of the one there is, and runs one
+// prompt to its end.
+func (d *liveDaemon) session(t *testing.T, name string, env ...string) {
 	t.Helper()
 	w := func(p, data string) {
 		t.Helper()
@@ -75,8 +76,11 @@ func (d *liveDaemon) session(t *testing.T, name string) {
 			t.Fatalf("write %s: %v", p, err)
 		}
 	}
-	w("s/new", "cwd="+d.cwd+" name="+name)
-	w("s/"+name+"/env", "OLLIE_TEST_MAIN=1\n")
+	if len(env) == 0 {
+		w("s/new", "cwd="+d.cwd+" name="+name)
+		env = []string{"OLLIE_TEST_MAIN=1\n"}
+	}
+	w("s/"+name+"/env", env[0])
 	w("s/"+name+"/prompt", "use the memory server\n")
 	b, err := os.ReadFile(filepath.Join(d.mnt, "s", name, "wait"))
 	if err != nil || string(b) != "idle\n" {
@@ -169,6 +173,8 @@ done`
 		{Calls: []llmtest.Call{steps(map[string]any{"language": "sh", "code": attack})}},
 		{Calls: []llmtest.Call{steps(mcpTool("call", "memory", "read_graph"))}},
 		{Text: "Done."},
+		{Calls: []llmtest.Call{steps(mcpTool("call", "memory", "read_graph"))}},
+		{Text: "Again."},
 	}}
 	d := startLive(t, script)
 	d.session(t, "alpha")
@@ -229,6 +235,26 @@ done`
 			betaPid = pids[0]
 		}
 	}
+
+	// A change of alpha's environment replaces its server: one never
+	// runs under what the session no longer has.
+	d.session(t, "alpha", "OLLIE_TEST_MAIN=1\nCHANGED=1\n")
+	if r := toolResults(d.llm.Requests())[5]; !strings.Contains(r, `"ollie"`) {
+		t.Errorf("alpha's call after the change: %s", r)
+	}
+	srv = d.servers()
+	if len(srv[alphaID]) != 2 {
+		t.Fatalf("alpha's servers %v, want a second one after its env changed", srv[alphaID])
+	}
+	testutil.Until(t, "alpha's first server ends", func() bool {
+		for _, p := range procs {
+			if running(p) {
+				return false
+			}
+		}
+		return true
+	})
+	procs = family(srv[alphaID][1])
 
 	// Removing alpha ends its proxy and the server under it, not beta's.
 	if err := os.Remove(filepath.Join(d.mnt, "s", "alpha")); err != nil {
