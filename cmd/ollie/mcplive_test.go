@@ -279,6 +279,11 @@ done`
 	go func() { done <- d.cmd.Wait() }()
 	select {
 	case <-done:
+		// (Its exit status is not checked: under -race the race
+		// runtime's own exit crashes in these processes, on main too.)
+		if strings.Contains(d.log.String(), "DATA RACE") {
+			t.Errorf("the daemon had a data race")
+		}
 	case <-time.After(testutil.HangTimeout):
 		t.Fatal("the daemon did not stop")
 	}
