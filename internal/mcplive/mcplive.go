@@ -217,17 +217,19 @@ func (r *Registry) Watch(m *session.Manager) {
 		tick := time.NewTicker(time.Minute)
 		defer tick.Stop()
 		for {
+			// Asked for before the reaping, so that no removal during it
+			// goes unnoticed until the next tick.
 			changed := m.Changed()
+			r.reap(func(id string) bool {
+				s, ok := m.Get(id)
+				return ok && s.ID() == id && !s.Removed()
+			})
 			select {
 			case <-r.stop:
 				return
 			case <-changed:
 			case <-tick.C:
 			}
-			r.reap(func(id string) bool {
-				s, ok := m.Get(id)
-				return ok && s.ID() == id && !s.Removed()
-			})
 		}
 	}()
 }
