@@ -174,6 +174,7 @@ done`
 		{Calls: []llmtest.Call{steps(mcpTool("call", "memory", "read_graph"))}},
 		{Text: "Done."},
 		{Calls: []llmtest.Call{steps(mcpTool("call", "memory", "read_graph"))}},
+		{Calls: []llmtest.Call{steps(mcpTool("-once", "call", "memory", "read_graph"))}},
 		{Text: "Again."},
 	}}
 	d := startLive(t, script)
@@ -239,12 +240,13 @@ done`
 	// A change of alpha's environment replaces its server: one never
 	// runs under what the session no longer has.
 	d.session(t, "alpha", "OLLIE_TEST_MAIN=1\nCHANGED=1\n")
-	if r := toolResults(d.llm.Requests())[5]; !strings.Contains(r, `"ollie"`) {
-		t.Errorf("alpha's call after the change: %s", r)
+	results = toolResults(d.llm.Requests())[5:]
+	if len(results) != 2 || !strings.Contains(results[0], `"ollie"`) || !strings.Contains(results[1], `"ollie"`) {
+		t.Errorf("alpha's calls after the change, the second with -once: %q", results)
 	}
 	srv = d.servers()
 	if len(srv[alphaID]) != 2 {
-		t.Fatalf("alpha's servers %v, want a second one after its env changed", srv[alphaID])
+		t.Fatalf("alpha's servers %v, want a second one after its env changed, and none for -once", srv[alphaID])
 	}
 	testutil.Until(t, "alpha's first server ends", func() bool {
 		for _, p := range procs {
