@@ -94,7 +94,7 @@ func expect(rel string, dir bool, own string, ownJobs map[string]bool, sessionDi
 			return r
 		case len(rest) > 1 || dir: // ask/ and below
 			return none
-		case sd == own && (rest[0] == "plan" || rest[0] == "spawn"):
+		case sd == own && (rest[0] == "plan" || rest[0] == "spawn" || rest[0] == "mcp"):
 			return rw
 		case sd == own && strings.Contains(" chat context reply state usage queue ", " "+rest[0]+" "):
 			return r
@@ -272,7 +272,7 @@ func TestStageTable(t *testing.T) {
 	// A sub-agent: its own directory is its member directory; the prober
 	// is another session to it.
 	var child []target
-	for _, n := range []string{"", "plan", "spawn", "chat", "reply", "queue", "cfg", "ctl", "env", "fifo.out", "prompt", "wait", "events"} {
+	for _, n := range []string{"", "plan", "spawn", "mcp", "chat", "reply", "queue", "cfg", "ctl", "env", "fifo.out", "prompt", "wait", "events"} {
 		child = append(child, target{Path: strings.TrimSuffix("$OWN/"+n, "/"), Dir: n == ""})
 	}
 	child = append(child, target{Path: "$OWN/ask", Dir: true})

@@ -27,6 +27,7 @@ var mcpFlags struct {
 	idx     string
 	timeout time.Duration
 	listen  string
+	private bool
 	addrFlag
 }
 
@@ -58,7 +59,9 @@ and talk to over stdio (everything after --), or a streamable HTTP endpoint
   serve               ollie itself as an MCP server on stdin and stdout,
                       speaking 9P to the daemon (-addr)
   proxy               serve the server over streamable HTTP on -listen
-                      (loopback), so a sandbox can use it without its secrets
+                      (loopback), so a sandbox can use it without its secrets;
+                      with -private only under a random path, whose URL
+                      goes to stdout (how a session's t/mcp servers run)
 
 Servers are named in $XDG_CONFIG_HOME/ollie/mcp.json (private: the sandbox
 cannot read it) and t/mcp.d/servers.json (what agents see), in the
@@ -74,6 +77,7 @@ A failing call prints the server's message and exits 1. See docs/mcp.md.`,
 			fs.StringVar(&f.idx, "idx", "", "tools: also write the idx lines to `FILE`")
 			fs.DurationVar(&f.timeout, "timeout", 0, "give up after `D` (default: never)")
 			fs.StringVar(&f.listen, "listen", "127.0.0.1:7801", "proxy: serve on `ADDR`")
+			fs.BoolVar(&f.private, "private", false, "proxy: serve under a random path only, and print the URL on stdout")
 			f.addrFlag.declare(fs)
 		},
 		run: runMCP,

@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -70,8 +73,23 @@ func mcpProxy(ctx context.Context, env *Env, tg mcpbridge.Target, args []string)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: mcpbridge.HTTPHandler(s), ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(env.Stderr, "ollie mcp: serving %s on http://%s/ (pid %d)\n", tg.Name, ln.Addr(), os.Getpid())
+	h, url := mcpbridge.HTTPHandler(s), "http://"+ln.Addr().String()+"/"
+	if mcpFlags.private {
+		// Anything on the machine may connect to a loopback port; only
+		// who was told the path (the daemon, then the session's own
+		// stages through s/<id>/mcp) can use the server.
+		var b [16]byte
+		rand.Read(b[:])
+		url += hex.EncodeToString(b[:]) + "/"
+		mux := http.NewServeMux()
+		mux.Handle(strings.TrimPrefix(url, "http://"+ln.Addr().String()), h)
+		h = mux
+		fmt.Fprintln(env.Stdout, url)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	if !mcpFlags.private {
+		fmt.Fprintf(env.Stderr, "ollie mcp: serving %s on %s (pid %d)\n", tg.Name, url, os.Getpid())
+	}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

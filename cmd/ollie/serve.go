@@ -5,11 +5,13 @@ import (
 	"flag"
 	"log"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"ollie.dev/ollie/internal/agent"
 	"ollie.dev/ollie/internal/config"
 	"ollie.dev/ollie/internal/daemon"
+	"ollie.dev/ollie/internal/mcplive"
 	"ollie.dev/ollie/internal/ninep"
 	"ollie.dev/ollie/internal/redact"
 	"ollie.dev/ollie/internal/sandbox"
@@ -112,7 +114,9 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	d, err := daemon.Start(env.Config, daemon.Options{Log: logger, Runner: runner, Models: runner.Models, Redact: rd, BackendState: runner.BackendState, InUse: runner.InUse, SystemPrompt: runner.SystemPrompt})
+	live := mcplive.New(mcplive.Options{Start: runner.StartOllie, Spec: runner.StageSpec,
+		Servers: filepath.Join(env.Config.ConfigDir, "t", "mcp.d", "servers.json"), Logf: logger.Printf})
+	d, err := daemon.Start(env.Config, daemon.Options{Log: logger, Runner: runner, Models: runner.Models, Redact: rd, BackendState: runner.BackendState, InUse: runner.InUse, SystemPrompt: runner.SystemPrompt, MCP: live})
 	if err != nil {
 		return err
 	}

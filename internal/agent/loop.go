@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"unicode/utf8"
 
+	"ollie.dev/ollie/internal/agentcfg"
 	"ollie.dev/ollie/internal/backend"
 	"ollie.dev/ollie/internal/config"
 	"ollie.dev/ollie/internal/errs"
@@ -210,24 +212,56 @@ func (r *Runner) execute(ctx context.Context, t *session.Turn, st *setup, args j
 	if r.o.Exec == nil {
 		return nil, errs.E(errs.Unavailable, "execute_code is not available in this daemon")
 	}
-	m := st.meta
-	env := ToolEnv(r.o.Mount, t.S.TreePath(), m.ID)
-	for _, v := range t.S.Env() {
-		env = append(env, v.Key+"="+v.Value)
-	}
-	// The session's, else its agent's, else ollie.json's sandbox.default.
-	policy := firstOf(m.Sandbox, st.agent.Sandbox, r.o.Config.Sandbox.Default)
-	tmp, err := t.S.EnsureTmp()
+	spec, err := r.stageSpec(t.S, st.meta, st.agent)
 	if err != nil {
 		return nil, err
 	}
+	spec.Consent = &consent{t: t, timeout: r.consentTimeout()}
+	return r.o.Exec.Run(ctx, spec, args)
+}
+
+// stageSpec is what a stage of session s runs under: its cwd, tmp, env,
+// sandbox policy and the parts of the tree it is granted.
+func (r *Runner) stageSpec(s session.Handle, m session.Meta, a *agentcfg.Agent) (execute.Spec, error) {
+	env := ToolEnv(r.o.Mount, s.TreePath(), m.ID)
+	for _, v := range s.Env() {
+		env = append(env, v.Key+"="+v.Value)
+	}
+	// The session's, else its agent's, else ollie.json's sandbox.default.
+	policy := firstOf(m.Sandbox, a.Sandbox, r.o.Config.Sandbox.Default)
+	tmp, err := s.EnsureTmp()
+	if err != nil {
+		return execute.Spec{}, err
+	}
 	spec := execute.Spec{
 		Cwd: m.Cwd, Tmp: tmp, Tools: r.o.Config.ConfigDir + "/t", Env: env,
-		Policy: policy, Consent: &consent{t: t, timeout: r.consentTimeout()},
-		Session: m.ID,
+		Policy: policy, Session: m.ID,
 	}
-	spec.Read, spec.Write = TreeGrants(r.o.Config.Sandbox, r.o.Mount, policy, t.S.TreePath())
-	return r.o.Exec.Run(ctx, spec, args)
+	spec.Read, spec.Write = TreeGrants(r.o.Config.Sandbox, r.o.Mount, policy, s.TreePath())
+	return spec, nil
+}
+
+// StageSpec is the spec session s's next stage would run under; its
+// consent is nil (a process started under it is never elevated).
+func (r *Runner) StageSpec(s *session.Session) (execute.Spec, error) {
+	m := s.Summary().Meta
+	a, err := r.loadAgent(m.Agent)
+	if err != nil {
+		return execute.Spec{}, err
+	}
+	return r.stageSpec(s, m, a)
+}
+
+// StartOllie starts the ollie executable with args under spec, for as
+// long as the caller wants it (execute.Executor.StartOllie).
+func (r *Runner) StartOllie(spec execute.Spec, args []string, stdout, stderr *os.File) (*execute.Long, error) {
+	e, ok := r.o.Exec.(interface {
+		StartOllie(execute.Spec, []string, *os.File, *os.File) (*execute.Long, error)
+	})
+	if !ok {
+		return nil, errs.E(errs.Unavailable, "this daemon runs no long-lived processes")
+	}
+	return e.StartOllie(spec, args, stdout, stderr)
 }
 
 // ToolEnv is what a session's tools learn of the tree: OLLIE_ID, and,

@@ -43,6 +43,10 @@ type Options struct {
 	// SystemPrompt renders and records the system prompt a session's
 	// next turn will send (s/<id>/systemprompt before the first turn).
 	SystemPrompt func(ctx context.Context, s *session.Session) error
+	// MCP keeps the sessions' long-lived MCP servers (s/<id>/mcp); nil:
+	// t/mcp starts a server per call. The daemon ends them with the
+	// sessions and at Close.
+	MCP MCPServers
 	// BackendState says how each backend's last request went (backends).
 	BackendState func(name string) (string, time.Duration)
 	// Msize is the largest 9P message offered; 0 means ninep.DefaultMsize.
@@ -107,11 +111,17 @@ func Start(cfg *config.Config, o Options) (*Daemon, error) {
 	}
 	d.Sessions = mgr
 	d.OnClose(mgr.Close)
+	if o.MCP != nil {
+		// Registered after mgr.Close, so run before it: the servers end
+		// while their sessions' tmp still exists.
+		o.MCP.Watch(mgr)
+		d.OnClose(o.MCP.Close)
+	}
 	jobs := &jobMaker{cfg: cfg, reg: reg}
 	counters := append(serverCounters(d), sessionCounters(mgr)...)
 	counters = append(counters, o.Counters...)
 	nsp, err := ns.Build(ns.Options{Config: cfg, Uid: userName(), Start: d.Start, Counters: counters, Redact: o.Redact, BackendState: o.BackendState,
-		Sessions: &ns.Sessions{M: mgr, Models: redactModels(o.Models, o.Redact), Spawn: jobs.spawn, InUse: o.InUse, SystemPrompt: o.SystemPrompt},
+		Sessions: &ns.Sessions{M: mgr, Models: redactModels(o.Models, o.Redact), Spawn: jobs.spawn, InUse: o.InUse, SystemPrompt: o.SystemPrompt, MCP: mcpHook(o.MCP)},
 		Batch:    &ns.Batch{R: reg, New: jobs.new}, Extra: o.Extra, Logf: d.log.Printf})
 	if err != nil {
 		d.Close()
@@ -212,6 +222,20 @@ func (d *Daemon) BeforeClose(f func()) {
 	d.mu.Lock()
 	d.beforeClose = append(d.beforeClose, f)
 	d.mu.Unlock()
+}
+
+// MCPServers are the sessions' long-lived MCP servers (mcplive.Registry).
+type MCPServers interface {
+	URL(s *session.Session, name string) (string, error)
+	Watch(m *session.Manager)
+	Close()
+}
+
+func mcpHook(r MCPServers) func(*session.Session, string) (string, error) {
+	if r == nil {
+		return nil
+	}
+	return r.URL
 }
 
 // OnClose registers a shutdown handler. Handlers run in reverse order of

@@ -128,22 +128,10 @@ func (e *Executor) Run(ctx context.Context, spec Spec, args []byte) (*Result, er
 	if spec.Cwd == "" || spec.Tmp == "" {
 		return nil, errs.E(errs.Invalid, "execute: spec needs cwd and tmp")
 	}
-	prof, err := e.o.Sandbox.Profile(spec.Policy)
-	if err != nil {
-		return nil, errs.E(errs.Invalid, err)
-	}
-	// The ollie binary itself may be read and run by stages, so tools can
-	// use its client verbs (t/mcp runs `$OLLIE_BIN mcp ...`); it holds no
-	// secret, and what it can do confined is what the stage can.
-	prof.Read = append(append(append([]string(nil), prof.Read...), spec.Read...), e.o.Helper)
-	prof.Write = append(append([]string(nil), prof.Write...), spec.Write...)
-	pol, err := sandbox.New(policyName(spec.Policy, e.o.Sandbox), prof, sandbox.Paths{
-		Home: e.o.Home, Cwd: spec.Cwd, Tmp: spec.Tmp, Tools: spec.Tools, Private: e.o.Private,
-	})
+	pol, err := e.policy(spec)
 	if err != nil {
 		return nil, err
 	}
-	pol.Guard = e.o.Ports
 	jobs, err := e.plan(a, spec)
 	if err != nil {
 		return nil, err
@@ -162,6 +150,27 @@ func (e *Executor) Run(ctx context.Context, spec Spec, args []byte) (*Result, er
 		return res, errs.E(errs.Interrupted, "execute_code")
 	}
 	return res, nil
+}
+
+// policy is the sandbox policy of spec's stages.
+func (e *Executor) policy(spec Spec) (*sandbox.Policy, error) {
+	prof, err := e.o.Sandbox.Profile(spec.Policy)
+	if err != nil {
+		return nil, errs.E(errs.Invalid, err)
+	}
+	// The ollie binary itself may be read and run by stages, so tools can
+	// use its client verbs (t/mcp runs `$OLLIE_BIN mcp ...`); it holds no
+	// secret, and what it can do confined is what the stage can.
+	prof.Read = append(append(append([]string(nil), prof.Read...), spec.Read...), e.o.Helper)
+	prof.Write = append(append([]string(nil), prof.Write...), spec.Write...)
+	pol, err := sandbox.New(policyName(spec.Policy, e.o.Sandbox), prof, sandbox.Paths{
+		Home: e.o.Home, Cwd: spec.Cwd, Tmp: spec.Tmp, Tools: spec.Tools, Private: e.o.Private,
+	})
+	if err != nil {
+		return nil, err
+	}
+	pol.Guard = e.o.Ports
+	return pol, nil
 }
 
 func policyName(name string, s config.Sandbox) string {

@@ -82,6 +82,9 @@ func (c *cloneFile) Close() error { return c.Sync() }
 
 // specMsg frames a job spec (b/new, spawn): settings lines, a line ---,
 // then the prompt. The settings are checked as their lines arrive.
+// mcpMsg is the name of a configured MCP server.
+var mcpMsg = &msgSpec{what: "MCP server name", max: 256, lines: func(done string) error { return valid.String("MCP server name", done) }}
+
 var specMsg = &msgSpec{what: "job spec", max: maxSpec, lines: checkHead}
 
 const jobTemplate = "agent=\nmodel=\nbackend=\ncwd=\nparallel=1\n---\nPROMPT\n"

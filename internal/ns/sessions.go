@@ -26,6 +26,10 @@ type Sessions struct {
 	// SystemPrompt renders and records the system prompt the session's
 	// next turn will send; nil: it is recorded by turns only.
 	SystemPrompt func(ctx context.Context, s *session.Session) error
+	// MCP is the URL of session s's long-lived MCP server name (started
+	// if need be, under s's sandbox policy); nil: none (t/mcp then starts
+	// a server per call).
+	MCP func(s *session.Session, name string) (string, error)
 }
 
 // sessionsDir is s/: the clone file new, idx, the session scripts (from

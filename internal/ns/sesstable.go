@@ -132,6 +132,18 @@ var sessionTable = []fileSpec{
 			}
 			return newJobClone(func(text string) (string, error) { return d.parent.hooks.Spawn(d.s, text) }), nil
 		}},
+	{name: "mcp", perm: 0666, mode: "rw",
+		doc: "Clone file for MCP servers: the name of a server in t/mcp.d/servers.json; read back its URL. One long-lived server per session and name, under this session's sandbox policy; it ends with the session, when idle, or with the daemon.",
+		open: func(d *sessionDir, _ uint8) (tree.Handle, error) {
+			return newClone(mcpMsg, "NAME\n", func(name string) (string, error) {
+				if d.parent.hooks.MCP == nil {
+					// A sub-agent's, or a daemon without them: t/mcp
+					// starts a server per call instead.
+					return "", errs.E(errs.Unsupported, "long-lived MCP servers are not available here")
+				}
+				return d.parent.hooks.MCP(d.s, name)
+			}), nil
+		}},
 	{name: "tail", perm: 0555, mode: "r, exec",
 		doc:  "A script: tail -f of this session's chat.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(tailScript) },

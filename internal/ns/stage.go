@@ -31,6 +31,7 @@ const (
 	placeOwnDir                 // the asking session's directory
 	placeOwnRW                  // its plan
 	placeOwnSpawn               // its spawn clone file
+	placeOwnMCP                 // its mcp clone file
 	placeOwnRead                // its chat context reply state usage queue
 	placeOtherDir               // another session's directory
 	placeOtherRead              // another session's chat and reply
@@ -51,6 +52,7 @@ var stageTable = []struct {
 	{placeOwnDir, "s/S/ (list)", tree.OpRead},
 	{placeOwnRW, "s/S/plan", tree.OpRead | tree.OpWrite},
 	{placeOwnSpawn, "s/S/spawn", tree.OpRead | tree.OpWrite},
+	{placeOwnMCP, "s/S/mcp", tree.OpRead | tree.OpWrite},
 	{placeOwnRead, "s/S/chat context reply state usage queue", tree.OpRead},
 	{placeOtherDir, "s/X/ (list)", tree.OpRead},
 	{placeOtherRead, "s/X/chat reply", tree.OpRead},
@@ -76,7 +78,7 @@ var topPlaces = map[string]place{
 }
 
 var ownFiles = map[string]place{
-	"plan": placeOwnRW, "spawn": placeOwnSpawn,
+	"plan": placeOwnRW, "spawn": placeOwnSpawn, "mcp": placeOwnMCP,
 	"chat": placeOwnRead, "context": placeOwnRead, "reply": placeOwnRead,
 	"state": placeOwnRead, "usage": placeOwnRead, "queue": placeOwnRead,
 }
