@@ -125,7 +125,7 @@ func BenchmarkWeb(b *testing.B) {
 	// The server's part alone: 20 WebSocket clients in Go, no browser.
 	const pages, chunks = 20, 100
 	cookie := ""
-	for _, c := range jar.Cookies(mustURL(base)) {
+	for _, c := range jar.Cookies(mustURL(base + "/")) {
 		cookie = c.Name + "=" + c.Value
 	}
 	serverLat := wsRound(b, base, cookie, ids[:pages], chunks, func(id string) {
@@ -235,7 +235,8 @@ func wsRound(b *testing.B, base, cookie string, ids []string, chunks int, prompt
 	var lat []float64
 	var wg, ready sync.WaitGroup
 	for _, id := range ids {
-		h := http.Header{"Cookie": {cookie}, "Origin": {base}}
+		u := mustURL(base)
+		h := http.Header{"Cookie": {cookie}, "Origin": {u.Scheme + "://" + u.Host}}
 		c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(base, "http")+"/events/s/"+id, &websocket.DialOptions{HTTPHeader: h})
 		if err != nil {
 			b.Fatal(err)
