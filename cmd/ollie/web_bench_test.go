@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"net/http/cookiejar"
 	neturl "net/url"
 	"os"
-	"os/exec"
 	"regexp"
 	"sort"
 	"strconv"
@@ -79,19 +77,8 @@ func BenchmarkWeb(b *testing.B) {
 	}
 
 	b.Logf("%s: 1,000 sessions made", time.Now().Format(time.TimeOnly))
-	exe, _ := os.Executable()
-	cmd := exec.Command(exe, "web", "-daemon", cfg.Socket)
-	cmd.Env = append(os.Environ(), "OLLIE_TEST_MAIN=1")
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
+	cmd, url, _ := webProcess(b, cfg.Socket)
 	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		b.Fatal(err)
-	}
-	url := strings.TrimSpace(line)
 	base, _, _ := strings.Cut(url, "/?")
 	jar, _ := cookiejar.New(nil)
 	hc := &http.Client{Jar: jar}

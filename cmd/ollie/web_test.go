@@ -25,26 +25,9 @@ func TestWebVerb(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	exe, _ := os.Executable()
 	urls := map[string]bool{}
 	for range 2 {
-		cmd := exec.Command(exe, "web", "-daemon", cfg.Socket)
-		cmd.Env = append(os.Environ(), "OLLIE_TEST_MAIN=1")
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var errb testutil.LogBuf
-		cmd.Stderr = &errb
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		line, err := bufio.NewReader(out).ReadString('\n')
-		if err != nil {
-			cmd.Process.Kill()
-			t.Fatalf("no URL: %v; stderr: %s", err, errb.String())
-		}
-		u := strings.TrimSpace(line)
+		cmd, u, _ := webProcess(t, cfg.Socket)
 		if !strings.HasPrefix(u, "http://127.0.0.1:") || !strings.Contains(u, "/?token=") || urls[u] {
 			t.Errorf("first line %q: want a fresh http://127.0.0.1:PORT/?token=… URL", u)
 		}
@@ -69,15 +52,7 @@ func TestWebVerb(t *testing.T) {
 		}
 	}
 	// It ends by itself when the daemon goes away.
-	cmd := exec.Command(exe, "web", "-daemon", cfg.Socket)
-	cmd.Env = append(os.Environ(), "OLLIE_TEST_MAIN=1")
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
-		t.Fatal(err)
-	}
+	cmd, _, _ := webProcess(t, cfg.Socket)
 	d.Close()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -87,6 +62,32 @@ func TestWebVerb(t *testing.T) {
 		cmd.Process.Kill()
 		t.Fatal("ollie web outlived the daemon")
 	}
+}
+
+// webProcess starts `ollie web` against the daemon at socket, as a user
+// does, and returns it with the URL of its first line and its stderr.
+// The caller ends it.
+func webProcess(t testing.TB, socket string) (*exec.Cmd, string, *testutil.LogBuf) {
+	t.Helper()
+	exe, _ := os.Executable()
+	cmd := exec.Command(exe, "web", "-daemon", socket)
+	cmd.Env = append(os.Environ(), "OLLIE_TEST_MAIN=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	errb := &testutil.LogBuf{}
+	cmd.Stderr = errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("no URL: %v; stderr: %s", err, errb.String())
+	}
+	return cmd, strings.TrimSpace(line), errb
 }
 
 func TestWebLoopbackOnly(t *testing.T) {

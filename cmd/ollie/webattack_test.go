@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -26,18 +24,7 @@ func TestWebSlowClients(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	exe, _ := os.Executable()
-	cmd := exec.Command(exe, "web", "-daemon", cfg.Socket)
-	cmd.Env = append(os.Environ(), "OLLIE_TEST_MAIN=1")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var errb testutil.LogBuf
-	cmd.Stderr = &errb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, u, errb := webProcess(t, cfg.Socket)
 	defer func() {
 		cmd.Process.Signal(os.Interrupt)
 		cmd.Wait()
@@ -45,11 +32,7 @@ func TestWebSlowClients(t *testing.T) {
 			t.Errorf("the token is in the log: %s", errb.String())
 		}
 	}()
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("no URL: %v; stderr: %s", err, errb.String())
-	}
-	addr := strings.TrimPrefix(strings.TrimSpace(line), "http://")
+	addr := strings.TrimPrefix(u, "http://")
 	addr, _, _ = strings.Cut(addr, "/")
 	var conns []net.Conn
 	for i := range 40 {
