@@ -14,7 +14,7 @@ func mountInProcess(ctx context.Context, env *Env, dir, addr string) (func(), er
 	if err := prepareMountPoint(dir); err != nil {
 		return nil, err
 	}
-	logger := log.New(env.Stderr, "ollie mount: ", log.LstdFlags)
+	logger := log.New(env.Stderr, "ollie: ", log.LstdFlags) // the daemon's prefix; the lines say "ollie mount:"
 	d := env.dialer("")
 	dial := func(ctx context.Context) (*client.Conn, error) { return d.Dial(ctx, addr) }
 	srv, err := fusebridge.Mount(ctx, dir, dial, fusebridge.Options{Uname: userName(), Logf: logger.Printf})

@@ -132,6 +132,10 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		d.BeforeClose(stop)
 		logger.Printf("mounted on %s", mnt)
 	}
+	// Handlers run last registered first: the sandbox's resident helper
+	// and the mount namespaces it keeps, which hold copies of the mount,
+	// go before the unmount that would wait for them.
+	d.BeforeClose(sandbox.Stop)
 	sandbox.Warm(env.Argv0)
 	trimExecutable()
 	err = d.Run(ctx)

@@ -15,6 +15,7 @@ import (
 	"ollie.dev/ollie/internal/errs"
 	"ollie.dev/ollie/internal/fusebridge"
 	"ollie.dev/ollie/internal/ninep/client"
+	"ollie.dev/ollie/internal/testutil"
 )
 
 // waitFor turns a hang into a failure.
@@ -213,4 +214,44 @@ func TestNoStaleReadsAfterChangeBehindKernel(t *testing.T) {
 	}
 	// A write through the mount is seen at once by a reader.
 	e.sh(`echo mine > $M/hello; test "$(cat $M/hello)" = mine; test $(stat -c %s $M/hello) = 5`)
+}
+
+// TestUnmountWithACopyElsewhere: a process that unshared its mounts while
+// the tree was mounted holds a copy of the mount, and with it the FUSE
+// connection. Unmount removes the mount here, says why it does not wait
+// for the copy, and returns; Wait returns too.
+func TestUnmountWithACopyElsewhere(t *testing.T) {
+	defer fusebridge.SetReleaseWait(100 * time.Millisecond)()
+	e := mount(t, fusebridge.Options{})
+	testutil.Require(t, "unshare")
+	holder := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", `cat "$M/hello" && exec sleep 600`)
+	holder.Env = append(os.Environ(), "M="+e.mnt)
+	out, err := holder.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { holder.Process.Kill(); holder.Wait() }()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if line != "hello, world\n" {
+		t.Fatalf("the holder does not see the mount: %q, %v", line, err)
+	}
+	unmounted := make(chan error, 1)
+	go func() { unmounted <- e.srv.Unmount() }()
+	if err := waitFor(t, unmounted, "Unmount with a copy held elsewhere"); err != nil {
+		t.Fatalf("Unmount: %v", err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- e.srv.Wait() }()
+	if err := waitFor(t, waited, "Wait after Unmount"); err != nil {
+		t.Errorf("Wait: %v", err)
+	}
+	if fusebridge.IsMountPoint(e.mnt) {
+		t.Errorf("%s is still mounted here", e.mnt)
+	}
+	if !strings.Contains(e.log.String(), "copies of it in other mount namespaces") {
+		t.Errorf("the log does not say why Unmount did not wait:\n%s", e.log)
+	}
 }

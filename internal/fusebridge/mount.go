@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -23,10 +24,11 @@ type Server struct {
 	fuse *fuse.Server
 	b    *bridge
 
-	once sync.Once
-	done chan struct{} // closed when the kernel has let go of the mount
-	mu   sync.Mutex
-	err  error // why the mount ended, if not by Unmount
+	once     sync.Once
+	done     chan struct{} // closed when the kernel has let go of the mount, or Unmount stopped waiting
+	doneOnce sync.Once
+	mu       sync.Mutex
+	err      error // why the mount ended, if not by Unmount
 }
 
 // Mount dials the 9P server with dial, attaches, and mounts the tree on
@@ -82,7 +84,7 @@ func Mount(ctx context.Context, dir string, dial func(ctx context.Context) (*cli
 	srv := &Server{dir: dir, fuse: fsrv, b: b, done: make(chan struct{})}
 	go func() {
 		fsrv.Wait()
-		close(srv.done)
+		srv.finish()
 	}()
 	go func() {
 		select {
@@ -103,11 +105,26 @@ func (s *Server) Dir() string { return s.dir }
 // Unmount unmounts the tree and closes the 9P connection. If the mount is
 // busy (a shell's working directory is in it) it is detached lazily, so the
 // caller never hangs.
+//
+// The kernel keeps a FUSE mount's connection, and go-fuse its serving
+// loops, while a copy of the mount is left in another mount namespace (a
+// process that unshared its mounts while this one was there): Unmount
+// waits for that at most releaseWait, then says so in the log and
+// returns, the mount being gone from this namespace. The copies fail
+// with ENOTCONN once this process exits.
 func (s *Server) Unmount() error {
 	var err error
 	s.once.Do(func() {
 		close(s.b.closed)
-		if err = s.fuse.Unmount(); err != nil {
+		unmounted := make(chan error, 1)
+		go func() { unmounted <- s.fuse.Unmount() }()
+		select {
+		case err = <-unmounted:
+		case <-time.After(releaseWait):
+			s.b.opts.Logf("ollie mount: %s is unmounted, but copies of it in other mount namespaces hold its connection; not waiting for them", s.dir)
+			s.finish()
+		}
+		if err != nil {
 			if derr := syscall.Unmount(s.dir, syscall.MNT_DETACH); derr == nil {
 				err = nil
 			}
@@ -118,6 +135,13 @@ func (s *Server) Unmount() error {
 	})
 	return err
 }
+
+// releaseWait bounds Unmount's wait for the kernel to let go of the
+// mount: it lets go at once unless a copy of the mount is held elsewhere.
+var releaseWait = 5 * time.Second
+
+// finish marks the mount ended for Wait.
+func (s *Server) finish() { s.doneOnce.Do(func() { close(s.done) }) }
 
 // Wait waits until the tree is unmounted. It returns nil after Unmount, or
 // the error that ended the mount.

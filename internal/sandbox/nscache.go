@@ -15,10 +15,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-const (
-	nsTTL = 10 * time.Second // a namespace unused this long is dropped
-	nsMax = 64               // namespaces kept at most
-)
+// nsTTL is how long a namespace unused is kept (a variable for a test).
+var nsTTL = 10 * time.Second
+
+const nsMax = 64 // namespaces kept at most
 
 type keptNS struct {
 	fd   int // /proc/thread-self/ns/mnt of the thread that made it
@@ -27,8 +27,9 @@ type keptNS struct {
 }
 
 var nsCache struct {
-	mu sync.Mutex
-	m  map[string]*keptNS
+	mu    sync.Mutex
+	m     map[string]*keptNS
+	sweep *time.Timer // drops what outlived nsTTL while no stage comes; nil when none is kept
 }
 
 // errStaleNS means that the calling thread joined a kept namespace that
@@ -161,6 +162,30 @@ func keepNS(key string, fd int) {
 		forgetLocked(oldest)
 	}
 	nsCache.m[key] = &keptNS{fd: fd, used: time.Now()}
+	if nsCache.sweep == nil {
+		nsCache.sweep = time.AfterFunc(nsTTL, sweepLater)
+	}
+}
+
+// sweepLater drops the namespaces unused past nsTTL though no stage came
+// to sweep them. A kept namespace holds a copy of every mount of its
+// time, FUSE mounts among them, and a FUSE mount's unmount waits until
+// no copy is left: an idle daemon must not keep one forever.
+func sweepLater() {
+	nsCache.mu.Lock()
+	defer nsCache.mu.Unlock()
+	sweepLocked()
+	if len(nsCache.m) == 0 {
+		nsCache.sweep = nil
+		return
+	}
+	next := nsTTL
+	for _, k := range nsCache.m {
+		if left := nsTTL - time.Since(k.used); left < next {
+			next = max(left, time.Millisecond)
+		}
+	}
+	nsCache.sweep.Reset(next)
 }
 
 // sweepLocked drops the namespaces unused past nsTTL.

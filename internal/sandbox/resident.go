@@ -46,9 +46,10 @@ type resident struct {
 }
 
 var residents struct {
-	mu  sync.Mutex
-	m   map[string]*resident // by helper executable
-	off map[string]time.Time // helpers whose resident helper failed to start, and until when
+	mu      sync.Mutex
+	m       map[string]*resident // by helper executable
+	off     map[string]time.Time // helpers whose resident helper failed to start, and until when
+	stopped bool                 // Stop was called: no resident helper starts again
 }
 
 // residentFor returns the running resident helper of executable helper,
@@ -59,7 +60,7 @@ func residentFor(helper string) (*resident, error) {
 	if r := residents.m[helper]; r != nil && !r.isGone() {
 		return r, nil
 	}
-	if time.Now().Before(residents.off[helper]) {
+	if residents.stopped || time.Now().Before(residents.off[helper]) {
 		return nil, errFallback
 	}
 	r, err := launch(helper)
@@ -174,6 +175,35 @@ func (r *resident) isGone() bool {
 		return true
 	default:
 		return false
+	}
+}
+
+// stopWait bounds how long Stop waits for a resident helper to end its
+// stages and exit before it is killed.
+const stopWait = 2 * time.Second
+
+// Stop ends the resident helpers, for the daemon's shutdown: each is told
+// the daemon is going (its socket's end, as when the daemon dies), kills
+// what is left in the stages' cgroups and exits, and with it go the
+// mount namespaces it kept (nscache.go). Those are copies of the host's
+// mounts, the tree's own FUSE mount among them, and the kernel keeps a
+// FUSE mount's connection while any copy is left: the daemon's unmount
+// would wait for them. Programs started after Stop go through the
+// one-shot helper.
+func Stop() {
+	residents.mu.Lock()
+	residents.stopped = true
+	rs := residents.m
+	residents.m = nil
+	residents.mu.Unlock()
+	for _, r := range rs {
+		r.conn.CloseWrite()
+		select {
+		case <-r.gone:
+		case <-time.After(stopWait):
+			r.kill()
+			<-r.gone
+		}
 	}
 }
 
