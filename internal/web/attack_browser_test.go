@@ -169,6 +169,7 @@ func TestAttackBrowserXSS(t *testing.T) {
 	until(t, ctx, "the second reply", "document.querySelectorAll('.k-call').length >= 2 && "+
 		"document.querySelectorAll('.k-assistant').length >= 4")
 	testutil.Until(t, "the second turn over", func() bool { return strings.TrimSpace(e.read("s/"+id+"/state")) == "idle" })
+	until(t, ctx, "the second reply drawn whole", drawnWhole)
 	do(t, ctx, chromedp.Evaluate[chromedp.Void](`for (const d of document.querySelectorAll('details')) d.open = true`))
 	checkPage(t, ctx, w, "the session, streamed")
 	for _, p := range []string{"/s/" + id + "/context", "/s/" + id + "/systemprompt", "/s/" + id + "/cfg", "/search?q=pwn",

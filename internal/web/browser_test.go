@@ -108,6 +108,10 @@ func chatHas(s string) string {
 	return `document.getElementById('chat').textContent.includes(` + js(s) + `)`
 }
 
+// drawnWhole is a condition: the session is idle and no block is still
+// drawn from streamed tails (each is its rendered, sanitized HTML).
+const drawnWhole = `document.getElementById('state').textContent === 'idle' && !document.querySelector('#chat .live')`
+
 // typePrompt types a prompt into the box as a person would: a line,
 // Shift+Enter, the next line, ..., then Enter.
 func typePrompt(t *testing.T, ctx context.Context, lines ...string) {
@@ -173,6 +177,7 @@ func TestBrowser(t *testing.T) {
 		typePrompt(t, ctx, "multi line one", "line two")
 		until(t, ctx, "the prompt in the chat", chatHas("multi line one\nline two"))
 		until(t, ctx, "the whole reply", chatHas("end of reply."))
+		until(t, ctx, "the reply drawn whole", drawnWhole)
 		if got := eval[string](t, ctx, "document.querySelector('.k-assistant strong').textContent"); got != "reply" {
 			t.Errorf("Markdown not rendered: <strong> = %q", got)
 		}
@@ -233,6 +238,7 @@ func TestBrowser(t *testing.T) {
 		do(t, ctx, chromedp.Evaluate[chromedp.Void](`window.violations = []; document.addEventListener('securitypolicyviolation', e => window.violations.push(e.violatedDirective))`))
 		typePrompt(t, ctx, "xss test")
 		until(t, ctx, "the reply", chatHas("after the attack"))
+		until(t, ctx, "the reply drawn whole", drawnWhole)
 		for _, q := range []string{"#chat script", "#chat img", "#chat [onerror]", "#chat a[href^='javascript']"} {
 			if n := eval[int](t, ctx, "document.querySelectorAll("+js(q)+").length"); n != 0 {
 				t.Errorf("%d %s in the page", n, q)

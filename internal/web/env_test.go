@@ -21,6 +21,7 @@ import (
 	"ollie.dev/ollie/internal/llmtest"
 	"ollie.dev/ollie/internal/ninep/client"
 	"ollie.dev/ollie/internal/redact"
+	"ollie.dev/ollie/internal/session"
 	"ollie.dev/ollie/internal/testutil"
 	"ollie.dev/ollie/internal/web"
 )
@@ -44,6 +45,11 @@ type env struct {
 }
 
 func start(t *testing.T, sc *llmtest.Script) *env {
+	return startWith(t, sc, nil)
+}
+
+// startWith is start with the daemon's agent loop replaced by r, if not nil.
+func startWith(t *testing.T, sc *llmtest.Script, r session.Runner) *env {
 	t.Helper()
 	e := &env{t: t, llm: llmtest.NewTest(t, sc), log: &testutil.LogBuf{}, cwd: t.TempDir()}
 	e.cfg = testutil.Home(t, map[string]string{"OLLAMA_HOST": e.llm.URL})
@@ -56,8 +62,12 @@ func start(t *testing.T, sc *llmtest.Script) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testutil.Daemon(t, e.cfg, daemon.Options{Log: log.New(e.log, "", 0), Runner: runner, Models: runner.Models,
-		Redact: rd, BackendState: runner.BackendState, InUse: runner.InUse})
+	o := daemon.Options{Log: log.New(e.log, "", 0), Runner: runner, Models: runner.Models,
+		Redact: rd, BackendState: runner.BackendState, InUse: runner.InUse}
+	if r != nil {
+		o.Runner = r
+	}
+	testutil.Daemon(t, e.cfg, o)
 	e.fsys = testutil.Dial(t, e.cfg)
 	webFsys := testutil.Dial(t, e.cfg)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -87,8 +87,15 @@ func (s *Server) render(w http.ResponseWriter, name, title, nav string, data any
 	}
 }
 
+// firstRows is how many rows of the session list the page gets in its
+// HTML, newest first: a screenful. The rest come over the list's stream
+// after the page has loaded, and it draws them a chunk at a time, so a
+// list of thousands is on screen as fast as one of fifty.
+const firstRows = 50
+
 type indexData struct {
-	Rows     []*row
+	Rows     []*row // the first firstRows
+	Total    int
 	Version  int64
 	Agents   []string
 	Backends []string
@@ -98,6 +105,8 @@ type indexData struct {
 func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 	d := indexData{}
 	d.Rows, d.Version = s.list.snapshot()
+	d.Total = len(d.Rows)
+	d.Rows = d.Rows[:min(len(d.Rows), firstRows)]
 	if dirs, err := s.o.Fsys.ReadDir(r.Context(), "a"); err == nil {
 		for _, e := range dirs {
 			if n, ok := strings.CutSuffix(e.Name, ".json"); ok {

@@ -237,7 +237,8 @@ func percent(text string) string {
 	return text[i+1 : j+1]
 }
 
-// snapshot returns the rows in s/idx order, and the version they are.
+// snapshot returns the rows newest first (s/idx in reverse: ids begin
+// with the time they were made), and the version they are.
 func (l *sessionList) snapshot() ([]*row, int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -246,8 +247,8 @@ func (l *sessionList) snapshot() ([]*row, int64) {
 
 func (l *sessionList) snapshotLocked() []*row {
 	out := make([]*row, 0, len(l.order))
-	for _, id := range l.order {
-		if r := l.rows[id]; r != nil {
+	for i := len(l.order) - 1; i >= 0; i-- {
+		if r := l.rows[l.order[i]]; r != nil {
 			out = append(out, r)
 		}
 	}

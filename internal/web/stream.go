@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"9fans.net/go/plan9"
 	"github.com/coder/websocket"
@@ -295,13 +296,96 @@ func (s *Server) sendAsks(ctx context.Context, ev sink, id string) {
 	ev.send("asks", asks)
 }
 
-// chatMsg is a block to draw (or redraw) at index I.
+// chatMsg is a block to draw (or redraw) at index I: its whole HTML, or,
+// while a reply or its reasoning streams, the text it grew by (Tail, set
+// as text by the page: O(chunk) per chunk, not the whole block again).
 type chatMsg struct {
 	I    int    `json:"i"`
 	Kind string `json:"k"`
-	HTML string `json:"h"`
+	HTML string `json:"h,omitempty"`
+	Tail string `json:"t,omitempty"`
 }
 
+// renderEvery is how often a block that streams is drawn whole again
+// (its Markdown rendered and sanitized), between the tails sent as text.
+// A block is drawn whole when it is finished: another block follows it,
+// or the session is no longer busy.
+const renderEvery = time.Second
+
+// sentBlock is what a page has of a block: the HTML sent last, the text
+// it stands for plus the tails sent after it, and when the HTML was sent.
+type sentBlock struct {
+	kind string
+	html string
+	text string
+	tail bool // text has tails after html (not rendered yet)
+	at   time.Time
+}
+
+// chatSender turns the parsed chat into messages for a page.
+type chatSender struct {
+	sent []sentBlock
+}
+
+// streams says whether a block kind is drawn from its tails while it grows.
+func streams(kind string) bool { return kind == "assistant" || kind == "think" }
+
+// update returns the messages that bring the page from what it has to
+// view, from block first on. live says the session is busy, so the last
+// block may still grow.
+func (c *chatSender) update(view []block, first int, live bool, now time.Time) []chatMsg {
+	var msgs []chatMsg
+	for i := first; i < len(view); i++ {
+		b := view[i]
+		if i < len(c.sent) {
+			s := &c.sent[i]
+			if live && i == len(view)-1 && streams(b.Kind) && s.kind == b.Kind &&
+				strings.HasPrefix(b.Text, s.text) && now.Sub(s.at) < renderEvery {
+				tail := wholeRunes(b.Text[len(s.text):])
+				if tail != "" {
+					s.text += tail
+					s.tail = true
+					msgs = append(msgs, chatMsg{I: i, Kind: b.Kind, Tail: visible(tail)})
+				}
+				continue
+			}
+			if !s.tail && s.kind == b.Kind && s.text == b.Text {
+				continue
+			}
+		}
+		h := blockHTML(b)
+		if i >= len(c.sent) {
+			c.sent = append(c.sent, make([]sentBlock, i-len(c.sent)+1)...)
+		}
+		s := &c.sent[i]
+		if s.html == h && !s.tail {
+			s.kind, s.text = b.Kind, b.Text
+			continue
+		}
+		*s = sentBlock{kind: b.Kind, html: h, text: b.Text, at: now}
+		msgs = append(msgs, chatMsg{I: i, Kind: b.Kind, HTML: h})
+	}
+	return msgs
+}
+
+// wholeRunes cuts a UTF-8 sequence that a read split off the end of s;
+// the rest comes with the next tail.
+func wholeRunes(s string) string {
+	for i := len(s) - 1; i >= 0 && i >= len(s)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(s[i]) {
+			if !utf8.FullRuneInString(s[i:]) {
+				return s[:i]
+			}
+			break
+		}
+	}
+	return s
+}
+
+// followChat sends the chat's blocks as they grow. The tree has no
+// blocking read of chat (a plain file on disk), so while the session is
+// busy the chat is read again at its end every chatPoll; while it is idle
+// the reader waits on events.
 func (s *Server) followChat(ctx context.Context, ev sink, id string, st *sessionState) {
 	f, err := s.o.Fsys.Open(ctx, "s/"+id+"/chat", plan9.OREAD)
 	if err != nil {
@@ -311,36 +395,31 @@ func (s *Server) followChat(ctx context.Context, ev sink, id string, st *session
 	buf := make([]byte, max(f.Iounit(), 8192))
 	var off int64
 	var p chatParser
-	var sent []string // the HTML last sent for each block
+	var cs chatSender
+	var view []block
 	caughtUp := false
 	for ctx.Err() == nil {
 		n, err := f.Read(ctx, buf, off)
 		if err != nil && err != io.EOF {
 			return
 		}
+		live := caughtUp && busy(st.get())
+		first := len(view)
 		if n > 0 {
 			off += int64(n)
-			view, first := p.Write(buf[:n])
-			var msgs []chatMsg
-			for i := first; i < len(view); i++ {
-				h := blockHTML(view[i])
-				if i < len(sent) && sent[i] == h {
-					continue
-				}
-				if i >= len(sent) {
-					sent = append(sent, make([]string, i-len(sent)+1)...)
-				}
-				sent[i] = h
-				msgs = append(msgs, chatMsg{I: i, Kind: view[i].Kind, HTML: h})
-			}
-			if len(msgs) > 0 && ev.send("chat", msgs) != nil {
-				return
-			}
+			view, first = p.Write(buf[:n])
+		} else if !live && len(view) > 0 {
+			first = len(view) - 1 // no longer busy: a streamed block is drawn whole
+		}
+		if msgs := cs.update(view, first, live, time.Now()); len(msgs) > 0 && ev.send("chat", msgs) != nil {
+			return
+		}
+		if n > 0 {
 			continue
 		}
 		if !caughtUp {
 			caughtUp = true
-			ev.send("ready", len(sent))
+			ev.send("ready", len(cs.sent))
 		}
 		var tick <-chan time.Time
 		if busy(st.get()) {

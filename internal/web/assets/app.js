@@ -79,30 +79,53 @@ function rowCells(r) {
   return tr;
 }
 
+// listPage keeps the list live. The HTML holds the first screenful of
+// rows (newest first); the stream's first message is the whole list,
+// whose rows the page draws a chunk per task, so the page is usable at
+// once and stays so while a list of thousands fills in. Rows are kept in
+// order (newest first); the drawn ones are always a prefix of it.
 function listPage() {
   const tbody = document.querySelector('#sessions tbody');
   const count = document.getElementById('count');
-  const rows = new Map();
-  for (const tr of tbody.children) rows.set(tr.dataset.id, tr);
-  const recount = () => { count.textContent = rows.size; };
-  // The first connection says which version of the list the page was
-  // drawn with, so an unchanged list is not sent again; a connection
-  // made again gets it whole.
-  let path = '/events/list?v=' + encodeURIComponent(document.getElementById('sessions').dataset.v);
-  stream(() => { const p = path; path = '/events/list'; return p; }, {list: (msg) => {
+  let order = []; // ids, newest first
+  const data = new Map(); // id -> row, for every session
+  const drawn = new Map(); // id -> tr, for the drawn prefix of order
+  for (const tr of tbody.children) { order.push(tr.dataset.id); drawn.set(tr.dataset.id, tr); }
+  const recount = () => { count.textContent = data.size || order.length; };
+  let filling = 0;
+  const fill = () => {
+    filling = 0;
+    const frag = document.createDocumentFragment();
+    for (const id of order.slice(drawn.size, drawn.size + 100)) {
+      const tr = rowCells(data.get(id));
+      drawn.set(id, tr);
+      frag.append(tr);
+    }
+    tbody.append(frag);
+    if (drawn.size < order.length) filling = setTimeout(fill, 0);
+  };
+  stream('/events/list', {list: (msg) => {
     if (msg.op === 'all') {
+      clearTimeout(filling);
+      order = []; data.clear(); drawn.clear();
+      for (const r of msg.rows || []) { order.push(r.id); data.set(r.id, r); }
       const frag = document.createDocumentFragment();
-      rows.clear();
-      for (const r of msg.rows || []) { const tr = rowCells(r); rows.set(r.id, tr); frag.append(tr); }
+      for (const id of order.slice(0, tbody.children.length || 50)) {
+        const tr = rowCells(data.get(id)); drawn.set(id, tr); frag.append(tr);
+      }
       tbody.replaceChildren(frag);
+      if (drawn.size < order.length) filling = setTimeout(fill, 0);
     } else if (msg.op === 'set') {
-      const tr = rowCells(msg.row), old = rows.get(msg.row.id);
-      if (old) old.replaceWith(tr); else tbody.prepend(tr);
-      rows.set(msg.row.id, tr);
+      const r = msg.row, old = drawn.get(r.id);
+      if (!data.has(r.id)) order.unshift(r.id);
+      data.set(r.id, r);
+      if (old) { const tr = rowCells(r); old.replaceWith(tr); drawn.set(r.id, tr); }
+      else if (order[0] === r.id) { const tr = rowCells(r); tbody.prepend(tr); drawn.set(r.id, tr); }
     } else if (msg.op === 'del') {
-      const old = rows.get(msg.id);
+      const old = drawn.get(msg.id);
       if (old) old.remove();
-      rows.delete(msg.id);
+      drawn.delete(msg.id);
+      if (data.delete(msg.id)) order = order.filter((id) => id !== msg.id);
     }
     recount();
   }});
@@ -131,8 +154,22 @@ function sessionPage(root) {
 
   const nearBottom = () => window.innerHeight + window.scrollY >= document.body.scrollHeight - 80;
 
+  // drawBlock draws a block whole (m.h, rendered and sanitized by the
+  // server), or appends the text a streaming block grew by (m.t) to its
+  // live tail, as text: one chunk costs the DOM only its own length.
   function drawBlock(m) {
     let b = blocks[m.i];
+    if (m.h === undefined) {
+      if (!b) return; // a tail always follows its block drawn whole
+      let live = b.querySelector('.live');
+      if (!live) {
+        const mds = b.querySelectorAll('.md');
+        live = el('span', 'live');
+        (mds.length ? mds[mds.length - 1] : b).append(live);
+      }
+      live.append(m.t);
+      return;
+    }
     let open = false;
     if (!b) {
       b = el('div', 'block k-' + m.k);
@@ -190,14 +227,19 @@ function sessionPage(root) {
     }
   }
 
-  const pending = new Map();
-  let flushing = false;
-  function flush() {
-    flushing = false;
-    const stick = !ready || nearBottom();
-    for (const b of [...pending.values()].sort((x, y) => x.i - y.i)) drawBlock(b);
-    pending.clear();
-    if (stick && ready) window.scrollTo(0, document.body.scrollHeight);
+  // The page sticks to the bottom while it is there: a scroll (the
+  // person's or its own) says whether it is, and the scroll to the new
+  // bottom waits for the next frame, so a chunk forces no layout and a
+  // burst of them lays the page out once.
+  let atBottom = true, scrolling = false;
+  window.addEventListener('scroll', () => { atBottom = nearBottom(); }, {passive: true});
+  function scrollLater() {
+    if (scrolling || !atBottom) return;
+    scrolling = true;
+    requestAnimationFrame(() => {
+      scrolling = false;
+      if (atBottom) window.scrollTo(0, document.body.scrollHeight);
+    });
   }
 
   let drawTimer = 0;
@@ -267,14 +309,12 @@ function sessionPage(root) {
 
   const es = stream('/events/s/' + encodeURIComponent(id), {
     // A stream opened again sends the blocks from the start.
-    open: () => { pending.clear(); blocks.length = 0; calls.length = 0; events.length = 0; chat.replaceChildren(); ready = false; },
-    // Blocks are drawn in a task after the messages already queued, so a
-    // page that falls behind draws each block once, as it stands last.
+    open: () => { blocks.length = 0; calls.length = 0; events.length = 0; chat.replaceChildren(); ready = false; },
     chat: (list) => {
-      for (const b of list) pending.set(b.i, b);
-      if (!flushing) { flushing = true; setTimeout(flush, 0); }
+      if (ready) scrollLater();
+      for (const b of list) drawBlock(b);
     },
-    ready: () => { flush(); ready = true; window.scrollTo(0, document.body.scrollHeight); root.dataset.ready = '1'; },
+    ready: () => { ready = true; window.scrollTo(0, document.body.scrollHeight); root.dataset.ready = '1'; },
     state: setState,
     cost: (c) => {
       document.getElementById('cost').textContent = c.cost ? '$' + c.cost.replace(/^\$/, '') : '';
