@@ -5,7 +5,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -270,4 +272,43 @@ func TestShInTerminal(t *testing.T) {
 	m.waitFor(prompt + "/usage")
 	m.keys("C-u", "C-d")
 	m.waitFor("EXITED2 0")
+}
+
+// TestShInterruptBetweenLines: readline makes the terminal raw only while
+// it reads a line, so a Ctrl-C typed while ollie sh draws (catching up,
+// saying how to leave) arrives as a SIGINT, not as a key. Those count
+// too: two SIGINTs at an idle prompt leave, as two Ctrl-C keys do.
+func TestShInterruptBetweenLines(t *testing.T) {
+	t.Parallel() // a daemon, a mount and a model of its own
+	e := newFrontEnv(t, shScript())
+	m := newTmux(t, e)
+	m.start()
+	m.waitFor("(new) in " + e.cwd)
+	id := e.sessions()[0]
+	m.waitFor(id[strings.LastIndexByte(id, '-')+1:] + "> ")
+	pid := m.shellPid()
+	syscall.Kill(pid, syscall.SIGINT)
+	m.waitFor("(Ctrl-C again or Ctrl-D to leave; the session stays)")
+	syscall.Kill(pid, syscall.SIGINT)
+	m.waitFor("EXITED1 0")
+}
+
+// shellPid returns the pid of the running ollie sh: the child of the
+// pane's shell.
+func (m *tmuxShell) shellPid() int {
+	m.t.Helper()
+	pane := strings.TrimSpace(m.tmux("display-message", "-p", "-t", m.target, "#{pane_pid}"))
+	b, err := os.ReadFile("/proc/" + pane + "/task/" + pane + "/children")
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 1 {
+		m.t.Fatalf("the pane's shell %s has children %q, want ollie sh alone", pane, f)
+	}
+	pid, err := strconv.Atoi(f[0])
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	return pid
 }

@@ -23,6 +23,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/chzyer/readline"
@@ -64,6 +65,89 @@ type lineReader interface {
 	Readline() (string, error) // readline.ErrInterrupt on Ctrl-C, io.EOF at the end
 	SetPrompt(string)
 	Close() error
+	// Interrupt makes a Readline in progress, or the next, return
+	// readline.ErrInterrupt, as a Ctrl-C typed at the prompt does.
+	Interrupt()
+}
+
+// ttyReader is readline on a terminal, reading its keys from keys.
+type ttyReader struct {
+	*readline.Instance
+	keys *keyInput
+}
+
+// Interrupt gives readline the Ctrl-C that the terminal, not raw between
+// two lines (readline makes it raw only while it reads one), turned
+// into a SIGINT.
+func (r ttyReader) Interrupt() { r.keys.interrupt() }
+
+// keyInput is what readline reads: the terminal's bytes, and a Ctrl-C
+// put in by interrupt. (readline's own WriteStdin is read only after the
+// terminal's next key.) Like readline, it reads one chunk of the terminal
+// ahead at most, so a !command run in between gets the keys typed for it.
+type keyInput struct {
+	keys chan []byte   // from the terminal; closed at its end
+	intr chan struct{} // a Ctrl-C to give
+	done chan struct{} // closed by Close
+	once sync.Once
+	rest []byte // of the last chunk, not yet read
+	err  error  // why keys was closed
+}
+
+func newKeyInput(tty io.Reader) *keyInput {
+	k := &keyInput{keys: make(chan []byte), intr: make(chan struct{}, 1), done: make(chan struct{})}
+	go func() {
+		for {
+			b := make([]byte, 256)
+			n, err := tty.Read(b)
+			if n > 0 {
+				select {
+				case k.keys <- b[:n]:
+				case <-k.done:
+					return
+				}
+			}
+			if err != nil {
+				k.err = err
+				close(k.keys)
+				return
+			}
+		}
+	}()
+	return k
+}
+
+// Read is called by readline's one reader goroutine.
+func (k *keyInput) Read(p []byte) (int, error) {
+	if len(k.rest) == 0 {
+		select {
+		case b, ok := <-k.keys:
+			if !ok {
+				return 0, k.err
+			}
+			k.rest = b
+		case <-k.intr:
+			k.rest = []byte{3}
+		case <-k.done:
+			return 0, io.EOF
+		}
+	}
+	n := copy(p, k.rest)
+	k.rest = k.rest[n:]
+	return n, nil
+}
+
+// Close ends Read (readline closes its input when it is closed).
+func (k *keyInput) Close() error {
+	k.once.Do(func() { close(k.done) })
+	return nil
+}
+
+func (k *keyInput) interrupt() {
+	select {
+	case k.intr <- struct{}{}:
+	default: // one is waiting already
+	}
 }
 
 // Run runs the shell until the user leaves or ctx is done.
@@ -127,6 +211,7 @@ func (sh *Shell) openInput() error {
 	for _, c := range commands {
 		items = append(items, readline.PcItem("/"+c.name))
 	}
+	keys := newKeyInput(o.Stdin)
 	rl, err := readline.NewEx(&readline.Config{
 		Prompt:          "> ",
 		HistoryFile:     o.History,
@@ -134,21 +219,21 @@ func (sh *Shell) openInput() error {
 		InterruptPrompt: "^C",
 		EOFPrompt:       "",
 		AutoComplete:    readline.NewPrefixCompleter(items...),
-		Stdin:           o.Stdin,
+		Stdin:           keys,
 		Stdout:          o.Stdout,
 		Stderr:          o.Stderr,
 	})
 	if err != nil {
 		return err
 	}
-	sh.in = rl
+	sh.in = ttyReader{rl, keys}
 	return nil
 }
 
 func (sh *Shell) loop(ctx context.Context) error {
 	for {
 		sh.catchUp()
-		line, err := sh.in.Readline()
+		line, err := sh.readline()
 		switch {
 		case errors.Is(err, readline.ErrInterrupt):
 			if line != "" {
@@ -177,6 +262,22 @@ func (sh *Shell) loop(ctx context.Context) error {
 			return nil
 		}
 	}
+}
+
+// readline reads a line. A Ctrl-C at the prompt is a key to readline
+// while it reads, but a SIGINT while the shell draws (catching up on the
+// chat, saying how to leave): both count, so Ctrl-C twice always leaves.
+func (sh *Shell) readline() (string, error) {
+	read := make(chan struct{})
+	defer close(read)
+	go func() {
+		select {
+		case <-sh.sigc:
+			sh.in.Interrupt()
+		case <-read:
+		}
+	}()
+	return sh.in.Readline()
 }
 
 // do runs one line; it reports whether the user is leaving.
@@ -487,3 +588,4 @@ func (p *plainReader) Readline() (string, error) {
 
 func (p *plainReader) SetPrompt(string) {}
 func (p *plainReader) Close() error     { return nil }
+func (p *plainReader) Interrupt()       {} // a script's lines: a SIGINT stops turns only
