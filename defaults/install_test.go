@@ -49,9 +49,26 @@ func TestInstallWritesAllThenKeepsEdits(t *testing.T) {
 	edited, deleted := filepath.Join(root, shipped[0]), filepath.Join(root, shipped[1])
 	os.WriteFile(edited, []byte("mine\n"), 0644)
 	os.Remove(deleted)
+	st, _ := os.Stat(filepath.Join(root, manifestName))
 	rep, err = Install(root, dirs...)
-	if err != nil || len(rep.Installed) != 0 || len(rep.Upgraded) != 0 || !slices.Equal(rep.Kept, shipped[:1]) {
+	if err != nil || len(rep.Installed) != 0 || len(rep.Upgraded) != 0 || len(rep.Kept) != 0 {
 		t.Fatalf("second install: %+v %v", rep, err)
+	}
+	if st2, _ := os.Stat(filepath.Join(root, manifestName)); !os.SameFile(st, st2) {
+		t.Errorf("second install rewrote the manifest")
+	}
+	// A newer shipped version (here: an older one recorded) replaces an
+	// untouched copy and keeps the edited one.
+	man[shipped[0]], man[shipped[2]] = "old", hash([]byte("old\n"))
+	os.WriteFile(filepath.Join(root, shipped[2]), []byte("old\n"), 0644)
+	b, _ = json.Marshal(man)
+	os.WriteFile(filepath.Join(root, manifestName), b, 0600)
+	rep, err = Install(root, dirs...)
+	if err != nil || len(rep.Installed) != 0 || !slices.Equal(rep.Upgraded, shipped[2:3]) || !slices.Equal(rep.Kept, shipped[:1]) {
+		t.Fatalf("upgrade: %+v %v", rep, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, shipped[2])); string(b) == "old\n" {
+		t.Errorf("untouched %s not upgraded", shipped[2])
 	}
 	if b, _ := os.ReadFile(edited); string(b) != "mine\n" {
 		t.Errorf("edited copy now %q", b)
