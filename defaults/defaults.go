@@ -11,6 +11,7 @@
 package defaults
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
@@ -38,7 +39,7 @@ const manifestName = ".ollie-defaults.json"
 type Report struct {
 	Installed []string // new files
 	Upgraded  []string // untouched copies replaced by a newer shipped version
-	Kept      []string // edited by the user; left alone
+	Kept      []string // edited by the user, with a newer shipped version; left alone
 }
 
 // Install copies the shipped files of the top directories in dirs (for
@@ -46,13 +47,21 @@ type Report struct {
 // and was never installed, or when it is byte-identical to what was last
 // installed and the shipped version changed. A file the user edited or
 // deleted stays as the user left it.
+//
+// A file whose shipped version is the one the manifest says was last
+// installed is not read at all: whatever the user made of it (kept,
+// edited, deleted) stays, so a start with the defaults installed reads
+// only the manifest, and writes nothing.
 func Install(root string, dirs ...string) (Report, error) {
 	var rep Report
 	manPath := filepath.Join(root, manifestName)
 	man := map[string]string{}
+	var old []byte
 	if b, err := os.ReadFile(manPath); err == nil {
 		if err := json.Unmarshal(b, &man); err != nil {
 			man = map[string]string{} // a damaged manifest only costs upgrades
+		} else {
+			old = b
 		}
 	}
 	var todo []pending
@@ -79,6 +88,9 @@ func Install(root string, dirs ...string) (Report, error) {
 		return rep, err
 	}
 	b, _ := json.MarshalIndent(man, "", "\t")
+	if bytes.Equal(b, old) {
+		return rep, nil
+	}
 	return rep, writeFile(manPath, b, 0600)
 }
 
@@ -118,6 +130,9 @@ func writeAll(todo []pending, man map[string]string) error {
 func installOne(root, p string, data []byte, man map[string]string, rep *Report) (*pending, error) {
 	dst := filepath.Join(root, filepath.FromSlash(p))
 	sum := hash(data)
+	if man[p] == sum {
+		return nil, nil // installed, and not changed since: nothing to do
+	}
 	cur, err := os.ReadFile(dst)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

@@ -41,7 +41,8 @@ func exeMappings(t *testing.T) (rss, pmd int) {
 }
 
 // writtenExeMappings returns the bytes of every read-only mapping of
-// this executable that holds private (written) pages, by start address.
+// this executable or a shared library that holds private (written)
+// pages, by start address.
 func writtenExeMappings(t *testing.T) map[uintptr][]byte {
 	exe, err := os.Readlink("/proc/self/exe")
 	if err != nil {
@@ -57,7 +58,7 @@ func writtenExeMappings(t *testing.T) map[uintptr][]byte {
 	for _, l := range strings.Split(string(b), "\n") {
 		fs := strings.Fields(l)
 		if len(fs) >= 5 && strings.Contains(fs[0], "-") && !strings.HasSuffix(fs[0], ":") {
-			in = len(fs) >= 6 && fs[5] == exe && !strings.Contains(fs[1], "w")
+			in = len(fs) >= 6 && trimmable(fs[5], exe) && !strings.Contains(fs[1], "w")
 			a, z, _ := strings.Cut(fs[0], "-")
 			lo, _ = strconv.ParseUint(a, 16, 64)
 			hi, _ = strconv.ParseUint(z, 16, 64)

@@ -253,35 +253,43 @@ func (r *run) freshDaemon() (*Daemon, error) {
 	return r.daemon(fmt.Sprintf("fresh%d", r.fresh))
 }
 
-// groupFresh: daemons started anew, Rounds of each: start-up to the first
-// answer with no sessions (start, socket, s/new, a prompt answered
-// without a tool), and the first turn with execute_code of a fresh
-// daemon, next to a steady turn; the idle daemon's memory.
+// groupFresh: daemons started anew, Rounds of each: the first start in
+// an empty home to the first answer (it installs the defaults), a start
+// of the same daemon again with its home installed to the first answer
+// (start, socket, s/new, a prompt answered without a tool), and the first
+// turn with execute_code of a daemon started anew, next to a steady turn;
+// the idle daemon's memory.
 func (r *run) groupFresh() error {
-	var startup, first []time.Duration
+	var install, startup, first []time.Duration
 	var idle []Mem
-	for range r.o.Rounds {
-		d, err := r.freshDaemon()
-		if err != nil {
-			return err
-		}
+	answer := func(d *Daemon) (time.Duration, error) {
 		start := time.Now()
 		if err := d.Start(r.ctx); err != nil {
-			return err
+			return 0, err
 		}
 		id, err := d.NewSession(r.ctx, "")
 		if err == nil {
 			err = d.Turn(r.ctx, id, promptPlain)
 		}
+		return time.Since(start), err
+	}
+	for range r.o.Rounds {
+		d, err := r.freshDaemon()
 		if err != nil {
 			return err
 		}
-		startup = append(startup, time.Since(start))
-		d.Stop()
-
-		if d, err = r.freshDaemon(); err != nil {
+		t, err := answer(d)
+		if err != nil {
 			return err
 		}
+		install = append(install, t)
+		d.Stop()
+		if t, err = answer(d); err != nil {
+			return err
+		}
+		startup = append(startup, t)
+		d.Stop()
+
 		if err := d.Start(r.ctx); err != nil {
 			return err
 		}
@@ -290,16 +298,17 @@ func (r *run) groupFresh() error {
 			return err
 		}
 		idle = append(idle, m)
-		if id, err = d.NewSession(r.ctx, ""); err != nil {
+		id, err := d.NewSession(r.ctx, "")
+		if err != nil {
 			return err
 		}
-		t, err := elapsed(func() error { return d.Turn(r.ctx, id, promptOne) })
-		if err != nil {
+		if t, err = elapsed(func() error { return d.Turn(r.ctx, id, promptOne) }); err != nil {
 			return err
 		}
 		first = append(first, t)
 		d.Stop()
 	}
+	in := summarize(install)
 	su, ft := summarize(startup), summarize(first)
 	slices.SortFunc(idle, func(a, b Mem) int { return int(a.PSS - b.PSS) })
 	m := idle[len(idle)/2]
@@ -308,7 +317,9 @@ func (r *run) groupFresh() error {
 		steady = ""
 	}
 	r.add(
-		Row{Key: "fresh.startup", What: "start-up to first answer, no sessions: exec, socket, s/new, a prompt answered", Val: dur(su.P50),
+		Row{Key: "fresh.install", What: "first start-up in an empty home to first answer: exec, defaults installed, socket, s/new, a prompt answered", Val: dur(in.P50),
+			Note: fmt.Sprintf("median of %d; max %s", in.N, dur(in.Max)), Floor: "floor.fork"},
+		Row{Key: "fresh.startup", What: "start-up to first answer, home installed: exec, socket, s/new, a prompt answered", Val: dur(su.P50),
 			Note: fmt.Sprintf("median of %d; max %s", su.N, dur(su.Max)), Floor: "floor.fork"},
 		Row{Key: "fresh.turn", What: "first turn (execute_code) of a fresh daemon", Val: dur(ft.P50),
 			Note: fmt.Sprintf("median of %d; max %s; floor: a steady turn", ft.N, dur(ft.Max)), Floor: steady},

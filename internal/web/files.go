@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // editDirs are the directories whose files the page edits: memory
@@ -14,21 +15,21 @@ import (
 // (an agent's JSON, a skill's front matter) and its error is shown.
 var editDirs = []string{"m", "sk", "t", "a"}
 
-var validName = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+var validName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._-]+$`) })
 
 // editPath checks that p is a file directly in one of editDirs.
 func editPath(p string) (string, error) {
 	dir, name := path.Split(p)
 	dir = strings.TrimSuffix(dir, "/")
 	for _, d := range editDirs {
-		if dir == d && validName.MatchString(name) && name != "." && name != ".." && name != "idx" {
+		if dir == d && validName().MatchString(name) && name != "." && name != ".." && name != "idx" {
 			return d + "/" + name, nil
 		}
 	}
 	return "", errors.New("only files of m/, sk/, t/ and a/ are edited here (names of letters, digits, . _ -)")
 }
 
-func validID(id string) bool { return validName.MatchString(id) && id != "." && id != ".." }
+func validID(id string) bool { return validName().MatchString(id) && id != "." && id != ".." }
 
 type filesData struct {
 	Dirs []fileDir

@@ -9,19 +9,23 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"sync"
 )
 
 //go:embed assets
 var assets embed.FS
 
-var pages = template.Must(template.New("").Funcs(template.FuncMap{
-	"title": func(r *row) string {
-		if r.Name != "" {
-			return r.Name
-		}
-		return r.ID
-	},
-}).ParseFS(assets, "assets/*.html"))
+// pages are parsed at the first page served (see md in render.go).
+var pages = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("").Funcs(template.FuncMap{
+		"title": func(r *row) string {
+			if r.Name != "" {
+				return r.Name
+			}
+			return r.ID
+		},
+	}).ParseFS(assets, "assets/*.html"))
+})
 
 // routes are all under the secret path, so that the mux's own
 // redirects (to a path with its final "/", or a clean one) keep it.
@@ -82,7 +86,7 @@ type page struct {
 
 func (s *Server) render(w http.ResponseWriter, name, title, nav string, data any) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	if err := pages.ExecuteTemplate(w, name, page{Base: s.prefix, Title: title, CSRF: s.csrf, Nav: nav, Data: data}); err != nil {
+	if err := pages().ExecuteTemplate(w, name, page{Base: s.prefix, Title: title, CSRF: s.csrf, Nav: nav, Data: data}); err != nil {
 		s.o.Logf("web: %s: %v", name, err)
 	}
 }

@@ -3,6 +3,7 @@ package web
 import (
 	"html"
 	"strings"
+	"sync"
 )
 
 // highlight marks up code for the page's colours: comments, strings,
@@ -10,7 +11,7 @@ import (
 // rules, not a parser; a language it does not know gets strings and
 // comments only. Its output is escaped text in <span class="hl-…">.
 func highlight(lang, code string) string {
-	kw := keywords[strings.ToLower(lang)]
+	kw := keywords()[strings.ToLower(lang)]
 	hash := hashComment[strings.ToLower(lang)]
 	var b strings.Builder
 	emit := func(class, s string) {
@@ -95,7 +96,7 @@ func words(s string) map[string]bool {
 var hashComment = map[string]bool{"bash": true, "sh": true, "shell": true, "zsh": true, "python": true, "python3": true,
 	"py": true, "perl": true, "ruby": true, "yaml": true, "toml": true, "awk": true, "make": true, "r": true}
 
-var keywords = func() map[string]map[string]bool {
+var keywords = sync.OnceValue(func() map[string]map[string]bool {
 	sh := words("if then else elif fi for while until do done case esac in function return local export set exit break continue echo cd")
 	py := words("def class return if elif else for while in not and or is None True False import from as with try except finally raise yield lambda pass break continue async await global")
 	goKw := words("func package import var const type struct interface map chan go defer return if else for range switch case default select break continue fallthrough nil true false")
@@ -106,4 +107,4 @@ var keywords = func() map[string]map[string]bool {
 		"bash": sh, "sh": sh, "shell": sh, "zsh": sh, "python": py, "python3": py, "py": py, "go": goKw,
 		"js": js, "javascript": js, "ts": js, "typescript": js, "c": c, "cpp": c, "c++": c, "rust": rust, "rs": rust,
 	}
-}()
+})

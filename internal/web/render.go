@@ -6,6 +6,7 @@ import (
 	"html"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -23,15 +24,20 @@ import (
 // the page's Content-Security-Policy would stop a script that got
 // through anyway. Text that is not Markdown is escaped.
 
-var md = goldmark.New(
-	goldmark.WithExtensions(extension.GFM),
-	goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(codeRenderer{}, 100))),
-)
+// The renderer and the policy are built at the first use, not at
+// package initialisation: this package is linked into the binary the
+// daemon runs, which never renders a page (docs/bench.md, mem.idle).
+var md = sync.OnceValue(func() goldmark.Markdown {
+	return goldmark.New(
+		goldmark.WithExtensions(extension.GFM),
+		goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(codeRenderer{}, 100))),
+	)
+})
 
 // policy allows the elements Markdown makes and nothing that fetches or
 // runs: no images (the page loads nothing from anywhere but itself), no
 // forms, no styles, links only to http, https and mailto.
-var policy = func() *bluemonday.Policy {
+var policy = sync.OnceValue(func() *bluemonday.Policy {
 	p := bluemonday.NewPolicy()
 	p.AllowElements("p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote",
 		"ul", "ol", "li", "pre", "code", "em", "strong", "del", "table", "thead", "tbody", "tr", "th", "td", "span")
@@ -45,15 +51,15 @@ var policy = func() *bluemonday.Policy {
 	p.AllowAttrs("align").Matching(regexp.MustCompile(`^(left|right|center)$`)).OnElements("th", "td")
 	p.AllowAttrs("start").Matching(regexp.MustCompile(`^[0-9]{1,6}$`)).OnElements("ol")
 	return p
-}()
+})
 
 // markdown renders untrusted Markdown to safe HTML.
 func markdown(src string) string {
 	var buf bytes.Buffer
-	if err := md.Convert([]byte(visible(src)), &buf); err != nil {
+	if err := md().Convert([]byte(visible(src)), &buf); err != nil {
 		return "<pre>" + html.EscapeString(visible(src)) + "</pre>"
 	}
-	return policy.Sanitize(buf.String())
+	return policy().Sanitize(buf.String())
 }
 
 // visible makes text harmless to show: invalid UTF-8 becomes U+FFFD,
@@ -180,7 +186,7 @@ func renderCode(w util.BufWriter, source []byte, node ast.Node, entering bool) (
 		code.Write(seg.Value(source))
 	}
 	w.WriteString("<pre><code")
-	if validLang.MatchString(lang) {
+	if validLang().MatchString(lang) {
 		w.WriteString(` class="language-` + lang + `"`)
 	}
 	w.WriteString(">")
@@ -189,4 +195,4 @@ func renderCode(w util.BufWriter, source []byte, node ast.Node, entering bool) (
 	return ast.WalkSkipChildren, nil
 }
 
-var validLang = regexp.MustCompile(`^[A-Za-z0-9_+-]{1,30}$`)
+var validLang = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_+-]{1,30}$`) })
