@@ -36,7 +36,7 @@ type fileID struct {
 }
 
 var rulesets struct {
-	mu sync.Mutex
+	mu sync.RWMutex // read: a lookup and its dup; write: a change of m
 	m  map[string]*cachedRuleset
 }
 
@@ -95,17 +95,17 @@ func reuseRuleset(c landlock.Config, p *Policy, build func() (int, uint32, error
 	key := rulesetKey(c, p)
 	ids, ok := pathIDs(p)
 	if ok {
-		rulesets.mu.Lock()
+		rulesets.mu.RLock()
 		cr := rulesets.m[key]
 		if cr != nil && sameIDs(cr.ids, ids) {
 			fd, err := unix.FcntlInt(uintptr(cr.fd), unix.F_DUPFD_CLOEXEC, 0)
 			flags := cr.flags
-			rulesets.mu.Unlock()
+			rulesets.mu.RUnlock()
 			if err == nil {
 				return fd, flags, nil
 			}
 		} else {
-			rulesets.mu.Unlock()
+			rulesets.mu.RUnlock()
 		}
 	}
 	fd, flags, err := build()
