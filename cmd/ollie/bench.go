@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"strings"
 
@@ -15,12 +16,13 @@ var benchFlags struct {
 	big, mcp, keep   bool
 	only, ref        string
 	cpuprofile       string
+	daemonprofiles   string
 }
 
 func init() {
 	register(&command{
 		name:  "bench",
-		args:  "[-n N] [-turns N] [-rounds N] [-big] [-mcp] [-only GROUP,...] [-ref OLLIESRV] [-keep] [-cpuprofile FILE]",
+		args:  "[-n N] [-turns N] [-rounds N] [-big] [-mcp] [-only GROUP,...] [-ref OLLIESRV] [-keep] [-cpuprofile FILE] [-daemonprofiles DIR]",
 		short: "measure the daemon from outside, against floors measured in the same run",
 		long: `Bench starts the daemon (this binary's serve), two scripted models
 (llmserver, one answering at once, one streaming) and, for the FUSE rows,
@@ -48,6 +50,7 @@ Groups, for -only: ` + strings.Join(bench.Groups, ", ") + ` (mcp only with -mcp 
 			fs.StringVar(&f.ref, "ref", "", "also measure the reference daemon, the `OLLIESRV` binary (docs/bench.md)")
 			fs.BoolVar(&f.keep, "keep", false, "keep the run's directory (the log of every process it started) and print where it is")
 			fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the bench process (the client) to `FILE`")
+			fs.StringVar(&f.daemonprofiles, "daemonprofiles", "", "have each of ollie's daemons write its CPU, heap, blocking and mutex profiles into `DIR` when it stops")
 		},
 		run:      runBench,
 		noConfig: true,
@@ -85,9 +88,17 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	o := bench.Options{Exe: exe, Env: benchExeEnv, N: f.n, Turns: f.turns, Rounds: f.rounds, Big: f.big, MCP: f.mcp,
-		Ref: f.ref, Log: env.Stderr, Keep: f.keep}
+		Ref: f.ref, Log: env.Stderr, Keep: f.keep, DaemonProfiles: f.daemonprofiles}
 	if f.only != "" {
 		o.Only = strings.Split(f.only, ",")
+	}
+	if f.daemonprofiles != "" {
+		if o.DaemonProfiles, err = filepath.Abs(f.daemonprofiles); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(o.DaemonProfiles, 0700); err != nil {
+			return err
+		}
 	}
 	if f.cpuprofile != "" {
 		pf, err := os.Create(f.cpuprofile)

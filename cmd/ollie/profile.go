@@ -7,10 +7,33 @@ import (
 )
 
 // startProfiles starts a CPU profile into cpu and arranges a heap profile
-// into mem (either may be ""). The returned function ends both; it is
+// into mem, a blocking profile into block and a mutex contention profile
+// into mutex (any may be ""). The returned function ends them all; it is
 // called when the command returns.
-func startProfiles(cpu, mem string) (func(), error) {
+func startProfiles(cpu, mem, block, mutex string) (func(), error) {
 	var stops []func()
+	for _, p := range []struct{ file, name string }{{block, "block"}, {mutex, "mutex"}} {
+		if p.file == "" {
+			continue
+		}
+		f, err := os.Create(p.file)
+		if err != nil {
+			for _, s := range stops {
+				s()
+			}
+			return nil, err
+		}
+		if p.name == "block" {
+			runtime.SetBlockProfileRate(10000) // one blocking event per 10 µs blocked
+		} else {
+			runtime.SetMutexProfileFraction(5)
+		}
+		name := p.name
+		stops = append(stops, func() {
+			pprof.Lookup(name).WriteTo(f, 0)
+			f.Close()
+		})
+	}
 	if cpu != "" {
 		f, err := os.Create(cpu)
 		if err != nil {

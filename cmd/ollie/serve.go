@@ -56,23 +56,26 @@ var serveFlags serverFlags
 
 // serveProfiles are serve's opt-in profiles, written to files the user
 // names: nothing listens, so no stage can reach them.
-var serveProfiles struct{ cpu, mem string }
+var serveProfiles struct{ cpu, mem, block, mutex string }
 
 func init() {
 	register(&command{
 		name:  "serve",
-		args:  "[-socket PATH] [-listen ADDR] [-mount DIR] [-cpuprofile FILE] [-memprofile FILE]",
+		args:  "[-socket PATH] [-listen ADDR] [-mount DIR] [-cpuprofile FILE] [-memprofile FILE] [-blockprofile FILE] [-mutexprofile FILE]",
 		short: "run the daemon in the foreground",
 		long: `Serve the ollie tree over 9P on a unix socket (mode 0600 in a 0700
 directory) until interrupted. With -listen (or listen in ollie.json), also
 on TCP, always inside TLS and only to clients that present the daemon's
 token (docs/remote.md). With -mount, also mount the tree at DIR through
-FUSE in the same process; it is unmounted on exit. -cpuprofile and
--memprofile write pprof profiles of the daemon to files, for docs/bench.md.`,
+FUSE in the same process; it is unmounted on exit. -cpuprofile,
+-memprofile, -blockprofile and -mutexprofile write pprof profiles of the
+daemon to files when it stops, for docs/bench.md.`,
 		flags: func(fs *flag.FlagSet) {
 			serveFlags.declare(fs, "also mount the tree at `DIR` through FUSE")
 			fs.StringVar(&serveProfiles.cpu, "cpuprofile", "", "write a CPU profile of the daemon to `FILE` until it stops")
 			fs.StringVar(&serveProfiles.mem, "memprofile", "", "write the daemon's heap profile (allocations included) to `FILE` when it stops")
+			fs.StringVar(&serveProfiles.block, "blockprofile", "", "write the daemon's blocking profile to `FILE` when it stops")
+			fs.StringVar(&serveProfiles.mutex, "mutexprofile", "", "write the daemon's mutex contention profile to `FILE` when it stops")
 		},
 		run: runServe,
 	})
@@ -85,7 +88,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	if err := serveFlags.apply(env.Config); err != nil {
 		return err
 	}
-	stopProfiles, err := startProfiles(serveProfiles.cpu, serveProfiles.mem)
+	stopProfiles, err := startProfiles(serveProfiles.cpu, serveProfiles.mem, serveProfiles.block, serveProfiles.mutex)
 	if err != nil {
 		return err
 	}

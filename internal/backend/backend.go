@@ -216,6 +216,10 @@ var defaultClient = sync.OnceValue(func() *http.Client {
 	// A local server may load a model before it answers; a hosted one
 	// that sends no header for this long is gone.
 	t.ResponseHeaderTimeout = 10 * time.Minute
+	// Many sessions ask one server at once; with the default two idle
+	// connections per host, all but two of a burst's requests paid a new
+	// connection (and left one in TIME_WAIT). An idle one costs a few KB.
+	t.MaxIdleConnsPerHost = 32
 	return &http.Client{Transport: t}
 })
 

@@ -1,11 +1,15 @@
 package bench
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -341,7 +345,7 @@ func (r *run) groupIngest() error {
 	if err := os.WriteFile(src, []byte(ingestText()), 0600); err != nil {
 		return err
 	}
-	var bare, followed, cat []time.Duration
+	var bare, followed, cat, stream []time.Duration
 	var lags []time.Duration
 	for range r.o.Rounds {
 		t, err := elapsed(CatFile(src, dst))
@@ -349,6 +353,10 @@ func (r *run) groupIngest() error {
 			return err
 		}
 		cat = append(cat, t)
+		if t, err = elapsed(func() error { return streamFloor(r.ctx, "http://"+r.models.Proxy.Addr()+"/v1") }); err != nil {
+			return err
+		}
+		stream = append(stream, t)
 		for _, withFollower := range []bool{false, true} {
 			id, err := r.main.NewSession(r.ctx, "stream")
 			if err != nil {
@@ -393,8 +401,10 @@ func (r *run) groupIngest() error {
 	lag := summarize(lags)
 	r.add(
 		Row{Key: "floor.cat", What: "cat of a 1 MiB file into a file on the same disk", Val: rate(cat)},
+		Row{Key: "floor.stream", What: "the same 1 MiB reply streamed by the scripted model through the proxy to a client that only reads it", Val: rate(stream),
+			Note: fmt.Sprintf("median of %d; what ingest can reach with this model and proxy", len(stream))},
 		Row{Key: "ingest", What: "ingest of a 1 MiB reply streamed in 64 B pieces, prompt to reply", Val: rate(bare),
-			Note: fmt.Sprintf("median of %d", len(bare)), Floor: "floor.cat"},
+			Note: fmt.Sprintf("median of %d; %.2f× floor.stream's time", len(bare), summarize(bare).P50.Seconds()/summarize(stream).P50.Seconds()), Floor: "floor.cat"},
 		Row{Key: "ingest.follow", What: "the same, with a follower reading chat over 9P as tail -f does", Val: rate(followed),
 			Note: fmt.Sprintf("median of %d", len(followed)), Floor: "floor.cat"},
 		Row{Key: "ingest.lag", What: "follower: piece seen in chat, after it left the model, p50", Val: dur(lag.P50),
@@ -560,4 +570,26 @@ func (r *run) groupScale() error {
 	r.add(Row{Key: "scale.restart", What: fmt.Sprintf("restart with %d sessions on disk, to the first answer", len(ids)), Val: dur(t),
 		Note: "PSS after " + bytesV(m.PSS).String() + "; floor: start-up with none", Floor: floor})
 	return d.Stop()
+}
+
+// streamFloor asks the streaming model at base (an OpenAI /v1 URL) for the
+// 1 MiB reply, as the daemon does, and reads the response to its end
+// without decoding it: the floor of any ingest through this model.
+func streamFloor(ctx context.Context, base string) error {
+	body := `{"model":"bench","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"` + promptBig + `"}]}`
+	req, err := http.NewRequestWithContext(ctx, "POST", base+"/chat/completions", strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	n, err := io.Copy(io.Discard, resp.Body)
+	if err == nil && (resp.StatusCode != http.StatusOK || n < IngestSize) {
+		err = fmt.Errorf("stream floor: status %s, %d bytes", resp.Status, n)
+	}
+	return err
 }

@@ -31,6 +31,10 @@ type Options struct {
 	// Keep leaves the run's directory (every process's log, the
 	// daemons' homes) in place, and says where it is.
 	Keep bool
+	// DaemonProfiles, if set, is a directory where each of ollie's
+	// daemons writes its CPU, heap, blocking and mutex profiles when it
+	// stops (NAME.cpu, .mem, .block, .mutex; NAME the daemon's).
+	DaemonProfiles string
 }
 
 // Groups are the sections of a run, in order; Options.Only selects some.
@@ -267,6 +271,11 @@ func (r *run) daemon(name string) (*Daemon, error) {
 	d, err := newD(r.daemonExe, dir, r.o.Env, r.models)
 	if err != nil {
 		return nil, err
+	}
+	if p := r.o.DaemonProfiles; p != "" && !r.isRef {
+		base := filepath.Join(p, name)
+		d.argv = append(d.argv, "-cpuprofile", base+".cpu", "-memprofile", base+".mem",
+			"-blockprofile", base+".block", "-mutexprofile", base+".mutex")
 	}
 	r.onClose(func() { d.Stop() })
 	return d, nil

@@ -151,15 +151,7 @@ func (r *run) wait(ctx context.Context, o *outcome, p *proc) {
 		defer copies.Done()
 		io.Copy(&o.stderr, p.errR)
 	}()
-	exited := make(chan struct{})
-	go func() {
-		// WNOWAIT leaves the leader a zombie, so its pid, which is the
-		// group's id, cannot be reused before the group is killed below.
-		var info unix.Siginfo
-		for unix.Waitid(unix.P_PID, pgid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
-		}
-		close(exited)
-	}()
+	exited := watchExit(pgid)
 	select {
 	case <-exited:
 	case <-ctx.Done():
@@ -226,3 +218,47 @@ func memfd(code []byte) (*os.File, error) {
 }
 
 func (e *Executor) maxStageOutput() int64 { return int64(e.o.Sandbox.MaxStageOutputMB) << 20 }
+
+// watchExit returns a channel closed once child pid has exited. It
+// waits with WNOWAIT, which leaves the child a zombie: its pid, the
+// group's id, cannot be reused before the group is killed and the child
+// reaped. The wait is on a pidfd in Go's poller, so a running stage
+// holds no thread (a burst of stages would otherwise block one thread
+// each in waitid, and the runtime keeps the threads it made); where a
+// pidfd cannot be polled, a goroutine blocks in waitid as before.
+func watchExit(pid int) <-chan struct{} {
+	exited := make(chan struct{})
+	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
+	if err != nil {
+		go func() {
+			var info unix.Siginfo
+			for unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
+			}
+			close(exited)
+		}()
+		return exited
+	}
+	f := os.NewFile(uintptr(fd), "pidfd")
+	go func() {
+		defer close(exited)
+		defer f.Close()
+		var rerr error
+		if rc, err := f.SyscallConn(); err == nil {
+			// The pidfd turns readable when the process exits.
+			rerr = rc.Read(func(fd uintptr) bool {
+				var info unix.Siginfo
+				err := unix.Waitid(unix.P_PIDFD, int(fd), &info, unix.WEXITED|unix.WNOWAIT|unix.WNOHANG, nil)
+				return err != nil && err != unix.EINTR || info.Signo != 0
+			})
+		} else {
+			rerr = err
+		}
+		if rerr != nil {
+			// Not pollable: block instead.
+			var info unix.Siginfo
+			for unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
+			}
+		}
+	}()
+	return exited
+}

@@ -36,11 +36,19 @@ type conn struct {
 	req  request
 	obuf []byte
 
-	// wmu serializes writes to out, each of whole replies. A pending
-	// request removes its tag while holding it, so a Tflush that finds
-	// the tag gone writes its Rflush only after that request's reply.
-	wmu  sync.Mutex
-	dead bool // out failed, or the conversation is over; guarded by wmu
+	// wmu guards the queue of replies to write. Replies are queued whole
+	// and in order; whoever queues when no one is writing writes the
+	// queue, with what others add meanwhile, until it is empty: one
+	// write for the replies of many requests finishing at once, and no
+	// request waits on the socket while holding the lock. A pending
+	// request removes its tag and queues its reply under wmu, so a Tflush
+	// that finds the tag gone queues its Rflush only after that reply.
+	wmu     sync.Mutex
+	drained sync.Cond // on wmu: the queue fell below maxQueued, or dead
+	outq    []byte    // replies queued, not yet written
+	spare   []byte    // the last batch written, for reuse
+	writing bool      // someone is writing the queue
+	dead    bool      // out failed, or the conversation is over
 
 	mu sync.Mutex
 	// pending are the requests running in goroutines, and the Tflushes
@@ -157,23 +165,60 @@ func (c *conn) flushOut() {
 	c.obuf = c.obuf[:0]
 }
 
+// maxQueued bounds the replies queued on a connection: past it, whoever
+// has a reply to queue (the reader among them) waits for the queue to be
+// written. A client that sends requests and never reads the replies
+// fills its socket, then this queue, and then the reader stops reading
+// its requests: what the connection holds stays bounded.
+const maxQueued = 1 << 20
+
 func (c *conn) send(b []byte) {
 	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	c.writeLocked(b)
+	c.roomLocked()
+	c.queueLocked(b)
+	c.wmu.Unlock()
 }
 
-// writeLocked writes whole replies in one write. Once one has failed, the
+// roomLocked waits until the queue has room for a reply (an empty queue
+// always has), or the conversation is over.
+func (c *conn) roomLocked() {
+	for len(c.outq) >= maxQueued && !c.dead {
+		c.drained.Wait()
+	}
+}
+
+// queueLocked queues whole replies b (copied) and, if no one is writing,
+// writes the queue until it is empty. Once a write has failed, the
 // conversation is over and the rest are dropped.
-func (c *conn) writeLocked(b []byte) {
-	if c.dead {
+func (c *conn) queueLocked(b []byte) {
+	if c.dead || len(b) == 0 {
 		return
 	}
-	c.trace("->", b)
-	if _, err := c.out.Write(b); err != nil {
-		c.srv.logf("9p: write: %v", err)
-		c.dead = true
+	c.outq = append(c.outq, b...)
+	if c.writing {
+		return
 	}
+	c.writing = true
+	for len(c.outq) > 0 && !c.dead {
+		q := c.outq
+		c.outq, c.spare = c.spare[:0], nil
+		c.wmu.Unlock()
+		c.trace("->", q)
+		_, err := c.out.Write(q)
+		c.wmu.Lock()
+		if err != nil {
+			c.srv.logf("9p: write: %v", err)
+			c.dead = true
+		}
+		if cap(q) <= 2*maxQueued {
+			c.spare = q[:0]
+		}
+		c.drained.Broadcast()
+	}
+	if c.dead {
+		c.outq = nil
+	}
+	c.writing = false
 }
 
 // hangup ends the conversation: running requests are cancelled and their
@@ -181,6 +226,7 @@ func (c *conn) writeLocked(b []byte) {
 func (c *conn) hangup() {
 	c.wmu.Lock()
 	c.dead = true
+	c.drained.Broadcast()
 	c.wmu.Unlock()
 	c.mu.Lock()
 	for _, p := range c.pending {

@@ -51,13 +51,14 @@ func (c *conn) start(r *request, f *fid, big *[]byte, cost int) {
 func (c *conn) reply(p *pending, b []byte) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	c.roomLocked() // before the tag is retired: see conn.wmu
 	c.mu.Lock()
 	b = c.retireLocked(p, b)
 	c.running--
 	c.pendingBytes -= p.cost
 	c.mu.Unlock()
 	c.srv.Stats.Pending.Add(-1)
-	c.writeLocked(b)
+	c.queueLocked(b)
 }
 
 // retireLocked frees p's tag and those of the Tflushes waiting for it (and

@@ -117,6 +117,7 @@ func (s *Server) serveConn(in io.ReadCloser, out io.WriteCloser, who *tree.Princ
 		who:     who,
 		token:   tok,
 	}
+	c.drained.L = &c.wmu
 	c.msize.Store(msize)
 	c.serve()
 }

@@ -33,12 +33,18 @@ type answerHandle struct {
 }
 
 func (h *answerHandle) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	b, err := h.ReadAnswer(ctx, len(p), off)
+	return copy(p, b), err
+}
+
+// ReadAnswer is ReadAt returning the answer's bytes (tree.AnswerReader).
+func (h *answerHandle) ReadAnswer(ctx context.Context, n int, off int64) ([]byte, error) {
 	if off == 0 {
 		turn := h.token()
 		select {
 		case turn <- struct{}{}:
 		case <-ctx.Done():
-			return 0, errs.E(errs.Interrupted)
+			return nil, errs.E(errs.Interrupted)
 		}
 		b, err := h.ask(ctx)
 		if err == nil {
@@ -48,17 +54,18 @@ func (h *answerHandle) ReadAt(ctx context.Context, p []byte, off int64) (int, er
 		}
 		<-turn
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
-		return copy(p, b), nil
+		return b[:min(n, len(b))], nil
 	}
 	h.mu.Lock()
 	last := h.last
 	h.mu.Unlock()
 	if off >= int64(len(last)) {
-		return 0, nil
+		return nil, nil
 	}
-	return copy(p, last[off:]), nil
+	last = last[off:]
+	return last[:min(n, len(last))], nil
 }
 
 // token returns the channel whose one slot is the right to ask.

@@ -210,6 +210,13 @@ func Stop() {
 // kill ends a helper taken for stuck; watch sees it go.
 func (r *resident) kill() { r.cmd.Process.Kill() }
 
+// startSlots bounds the starts in flight through the resident helper.
+// Under a burst (hundreds of sessions calling execute_code at once) every
+// start beyond these would only queue on the helper's socket and in its
+// fork, holding a socketpair, a cgroup and a thread meanwhile; waiting
+// here, in order, they hold nothing and start as fast.
+var startSlots = make(chan struct{}, 4)
+
 // startResident starts c through the resident helper, or returns
 // errFallback having started nothing.
 //
@@ -217,6 +224,8 @@ func (r *resident) kill() { r.cmd.Process.Kill() }
 // watcher saw it go) is replaced at once, and the program goes through
 // the new one.
 func startResident(c Cmd, s spec, ruleset *os.File) (*Proc, error) {
+	startSlots <- struct{}{}
+	defer func() { <-startSlots }()
 	for try := 0; ; try++ {
 		r, err := residentFor(c.Helper)
 		if err != nil {

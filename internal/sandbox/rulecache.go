@@ -36,7 +36,7 @@ type fileID struct {
 }
 
 var rulesets struct {
-	mu sync.Mutex
+	mu sync.RWMutex // read: a lookup and its dup; write: a change of m
 	m  map[string]*cachedRuleset
 }
 
@@ -95,17 +95,17 @@ func reuseRuleset(c landlock.Config, p *Policy, build func() (int, uint32, error
 	key := rulesetKey(c, p)
 	ids, ok := pathIDs(p)
 	if ok {
-		rulesets.mu.Lock()
+		rulesets.mu.RLock()
 		cr := rulesets.m[key]
 		if cr != nil && sameIDs(cr.ids, ids) {
 			fd, err := unix.FcntlInt(uintptr(cr.fd), unix.F_DUPFD_CLOEXEC, 0)
 			flags := cr.flags
-			rulesets.mu.Unlock()
+			rulesets.mu.RUnlock()
 			if err == nil {
 				return fd, flags, nil
 			}
 		} else {
-			rulesets.mu.Unlock()
+			rulesets.mu.RUnlock()
 		}
 	}
 	fd, flags, err := build()
@@ -116,20 +116,27 @@ func reuseRuleset(c landlock.Config, p *Policy, build func() (int, uint32, error
 	if err != nil {
 		return fd, flags, nil
 	}
+	// A ruleset dropped from the cache is closed after the lock is let
+	// go: the last close of one frees its rules, a reference to each of
+	// its some 250 inodes, while every lookup would wait.
+	drop := -1
 	rulesets.mu.Lock()
-	defer rulesets.mu.Unlock()
 	if rulesets.m == nil {
 		rulesets.m = map[string]*cachedRuleset{}
 	}
 	if old := rulesets.m[key]; old != nil {
-		unix.Close(old.fd)
+		drop = old.fd
 	} else if len(rulesets.m) >= maxRulesets {
 		for k, v := range rulesets.m {
-			unix.Close(v.fd)
+			drop = v.fd
 			delete(rulesets.m, k)
 			break
 		}
 	}
 	rulesets.m[key] = &cachedRuleset{fd: own, flags: flags, ids: ids}
+	rulesets.mu.Unlock()
+	if drop >= 0 {
+		unix.Close(drop)
+	}
 	return fd, flags, nil
 }

@@ -37,6 +37,7 @@ type Session struct {
 	asks    asks                    // own leaf lock
 	env     envFile                 // own leaf lock
 	removed atomic.Bool             // read without mu: stats of a session's files must not wait for its lock
+	tmpMu   sync.Mutex              // own leaf lock: the mounting of tmp (see quotaTmp)
 	summary atomic.Pointer[Summary] // see Summary; published under mu
 
 	mu        sync.Mutex
@@ -91,6 +92,8 @@ func (s *Session) EnsureTmp() (string, error) {
 	if err := os.Mkdir(d, 0700); err != nil && !os.IsExist(err) {
 		return "", err
 	}
+	s.tmpMu.Lock()
+	defer s.tmpMu.Unlock()
 	if err := quotaTmp(d, s.m.o.TmpQuotaMB); err != nil {
 		return "", err
 	}

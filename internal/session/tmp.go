@@ -4,14 +4,19 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
 
-// tmpMu serializes the mounting of tmp directories: two tool calls of one
-// session must not both find no mount and stack two.
-var tmpMu sync.Mutex
+// Two tool calls of one session must not both find no mount and stack
+// two: the session's tmpMu serializes its mounts (one lock per session,
+// so that sessions starting tool calls at once do not wait for each
+// other's stats and mounts).
+
+// tmpUnprivileged is set once a mount was refused with EPERM: the daemon
+// cannot gain the privilege later, so it stops asking.
+var tmpUnprivileged atomic.Bool
 
 // quotaTmp gives d a tmpfs of its own, quotaMB in size, so that a session
 // that fills its tmp (a dd, or a stage's output spooled there) gets
@@ -24,14 +29,16 @@ func quotaTmp(d string, quotaMB int) error {
 	if quotaMB <= 0 {
 		return nil
 	}
-	tmpMu.Lock()
-	defer tmpMu.Unlock()
+	if tmpUnprivileged.Load() {
+		return nil
+	}
 	if mounted, err := isMountPoint(d); err != nil || mounted {
 		return err
 	}
 	opts := fmt.Sprintf("size=%dm,mode=0700,uid=%d,gid=%d", quotaMB, os.Getuid(), os.Getgid())
 	err := unix.Mount("ollie-tmp", d, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts)
 	if err == unix.EPERM {
+		tmpUnprivileged.Store(true)
 		return nil // not privileged: no quota (see above)
 	}
 	if err != nil {
@@ -56,8 +63,8 @@ func isMountPoint(d string) (bool, error) {
 // directory is removed.
 func (s *Session) ReleaseTmp() {
 	d := s.TmpDir()
-	tmpMu.Lock()
-	defer tmpMu.Unlock()
+	s.tmpMu.Lock()
+	defer s.tmpMu.Unlock()
 	if mounted, _ := isMountPoint(d); mounted {
 		unix.Unmount(d, unix.MNT_DETACH)
 	}

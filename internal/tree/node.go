@@ -52,6 +52,16 @@ type Handle interface {
 	Close() error
 }
 
+// An AnswerReader is a Handle whose reads make their bytes themselves
+// (an answer computed when asked, after a wait): ReadAnswer returns at
+// most n bytes at off, which the caller may keep but not modify. A
+// server uses it instead of ReadAt so that a read that blocks holds no
+// buffer of its whole count while it waits (a thousand clients blocked
+// in reads of 128 KiB would otherwise hold 128 MB).
+type AnswerReader interface {
+	ReadAnswer(ctx context.Context, n int, off int64) ([]byte, error)
+}
+
 // Creator is a Dir in which files (or directories, when perm has
 // plan9.DMDIR) can be created. The new node is returned already opened
 // with mode, as Tcreate requires; for a directory the handle is nil.
