@@ -55,15 +55,25 @@ func (s *Server) apiSession(w http.ResponseWriter, r *http.Request) {
 		} else {
 			err = s.ctl(ctx, id, "rn "+name)
 		}
-		s.list.changed()
+		s.resyncList()
 	case "end":
 		err = s.o.Fsys.Remove(ctx, "s/"+id)
-		s.list.changed()
+		s.resyncList()
 	default:
 		http.NotFound(w, r)
 		return
 	}
 	reply(w, err, nil)
+}
+
+// resyncList re-reads s/idx before a rename or an end is answered, so
+// that the page the script then loads (the session's, with its name, or
+// the list, without the ended session) is drawn from the list as it is
+// now, not from the one before the change.
+func (s *Server) resyncList() {
+	if err := s.list.resync(); err != nil && s.ctx.Err() == nil {
+		s.o.Logf("web: s/idx: %v", err)
+	}
 }
 
 // apiAsk answers a consent request with allow or deny.

@@ -356,13 +356,16 @@ function sessionPage(root) {
       if (op === 'rename') {
         const name = window.prompt('New name', document.getElementById('sname').textContent);
         if (!name) return;
-        data = {Text: name};
+        data = {Text: name.trim()}; // as the server writes it
       }
       if (op === 'end' && !window.confirm('End this session? Its transcript is saved in tr/.')) return;
       const j = await post('/api/s/' + encodeURIComponent(id) + '/' + op, data);
       if (!j.ok) { showErr('err', j.error); return; }
       showErr('err', '');
-      if (op === 'rename') document.getElementById('sname').textContent = data.Text;
+      if (op === 'rename') {
+        document.getElementById('sname').textContent = data.Text;
+        document.title = data.Text + ' ' + id + ' · ollie';
+      }
       if (op === 'end') location.href = base + '/';
     });
   }
