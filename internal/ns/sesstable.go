@@ -2,7 +2,6 @@ package ns
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -106,9 +105,11 @@ var sessionTable = []fileSpec{
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return popHandle(d.s), nil }},
 	{name: "queue", perm: 0444, mode: "r",
 		doc:  "The queued prompts, one JSON string a line; reading does not pop.",
-		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(renderQueue(d.s.Queue())) },
-		// queue.jsonl holds the same lines, replaced whole at each change.
-		stat: func(s *session.Session, st *plan9.Dir) { statDisk(s.QueuePath(), st) }},
+		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(d.s.QueueView()) },
+		stat: func(s *session.Session, st *plan9.Dir) {
+			size, vers := s.QueueStat()
+			st.Length, st.Qid.Vers = uint64(size), vers
+		}},
 	{name: "plan", perm: 0666, mode: "rw", disk: true,
 		doc:  "The agent's planning scratch space, kept with the session; replaced whole and atomically at close.",
 		open: func(d *sessionDir, mode uint8) (tree.Handle, error) { return openPlan(d.s, mode) },
@@ -255,16 +256,6 @@ func renderEnv(vars []session.EnvVar) []byte {
 		} else {
 			fmt.Fprintf(&b, "%s=%s\n", v.Key, v.Value)
 		}
-	}
-	return []byte(b.String())
-}
-
-func renderQueue(q []string) []byte {
-	var b strings.Builder
-	for _, p := range q {
-		j, _ := json.Marshal(p)
-		b.Write(j)
-		b.WriteByte('\n')
 	}
 	return []byte(b.String())
 }

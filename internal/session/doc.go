@@ -9,7 +9,8 @@
 //	chat           the conversation as text, append-only
 //	context.jsonl  the message history sent to the model, one JSON message a line
 //	events.jsonl   events, one JSON object a line, with a sequence number
-//	queue.jsonl    prompts waiting for the current turn (replaced atomically)
+//	queue.jsonl    prompts waiting for the current turn (replaced atomically),
+//	               after the count of prompts taken from it so far
 //	usage.json     token and cost totals (a fixed-size record rewritten in place)
 //	plan, env      the agent's plan; KEY=VALUE lines for tools (mode 0600)
 //	systemprompt   the system prompt as last sent (the last reply and prompt come from the history)

@@ -25,6 +25,13 @@ func (m *Manager) load(id string) (*Session, error) {
 	}
 	s.offset = -1 // found at the first read of offset, not at every start-up
 	last := lastTurnEvent(s.EventsPath())
+	if n, ok := last.Data["queued"].(float64); ok && last.Type == "turn_start" {
+		// The daemon died after a turn began with a queued prompt and
+		// before the prompt left the queue: it is begun, not queued.
+		if err := s.queue.drop(int64(n)); err != nil {
+			m.logf("session %s: queue: %v", id, err)
+		}
+	}
 	switch {
 	case last.Type == "turn_start":
 		// A turn was running when the daemon died.

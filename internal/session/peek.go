@@ -49,9 +49,13 @@ func (s *Session) PeekOffset() (int64, bool) {
 	return s.offsetLocked(), true
 }
 
-// QueuePath is the queue on disk: the prompts of queue, one JSON string a
-// line, replaced whole at each change, so its stat is queue's length.
-func (s *Session) QueuePath() string { return filepath.Join(s.dir, "queue.jsonl") }
+// QueueView is what the session's queue file shows: the queued prompts,
+// one JSON string a line.
+func (s *Session) QueueView() []byte { return view(s.queue.list()) }
+
+// QueueStat returns the length of QueueView and a version that changes
+// with it, without the session's lock.
+func (s *Session) QueueStat() (size int64, vers uint32) { return s.queue.stat() }
 
 // SystemPromptPath is the system prompt on disk (SystemPrompt reads it).
 func (s *Session) SystemPromptPath() string { return filepath.Join(s.dir, "systemprompt") }

@@ -36,7 +36,10 @@ func TestPeekWithoutWaiting(t *testing.T) {
 	if n, ok := s.PeekOffset(); !ok || n != s.Offset() {
 		t.Errorf("PeekOffset = %d %v", n, ok)
 	}
-	if !strings.HasSuffix(s.QueuePath(), "/queue.jsonl") || !strings.HasSuffix(s.SystemPromptPath(), "/systemprompt") {
-		t.Errorf("paths %s %s", s.QueuePath(), s.SystemPromptPath())
+	if !strings.HasSuffix(s.SystemPromptPath(), "/systemprompt") {
+		t.Errorf("path %s", s.SystemPromptPath())
+	}
+	if n, _ := s.QueueStat(); n != int64(len(s.QueueView())) {
+		t.Errorf("QueueStat with the lock held = %d, the view %q", n, s.QueueView())
 	}
 }

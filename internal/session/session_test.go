@@ -86,6 +86,76 @@ func chat(t *testing.T, s *session.Session) string {
 	return string(b)
 }
 
+// TestQueuedPromptLeavesQueueAfterItBegins: a queued prompt leaves the
+// queue only once its turn has begun (history, turn_start naming its
+// number). Taking it first lost it to a kill -9 between the two
+// (TestKill9AfterClose found it). Here the daemon died in between: the
+// prompt is in the history, its turn_start on disk, and still queued.
+// The load settles it: begun, cut, not queued twice.
+func TestQueuedPromptLeavesQueueAfterItBegins(t *testing.T) {
+	dir := t.TempDir()
+	r := newRunner()
+	m := openManager(t, dir, r)
+	s := newIn(t, m)
+	s.Submit("block")
+	<-r.Started
+	s.Submit("q1")
+	s.Submit("q2")
+	r.Release()
+	wait(t, s)
+	if got := r.Prompts(); fmt.Sprint(got) != "[block q1 q2]" {
+		t.Fatalf("ran %q", got)
+	}
+	// The turns from the queue say which queued prompt they began with.
+	b, _ := os.ReadFile(s.EventsPath())
+	if n := strings.Count(string(b), `"queued":`); n != 2 || !strings.Contains(string(b), `"queued":2`) {
+		t.Errorf("turn_start events name %d queued prompts:\n%s", n, b)
+	}
+	if size, _ := s.QueueStat(); size != 0 || len(s.QueueView()) != 0 {
+		t.Errorf("an empty queue shows %d bytes: %q", size, s.QueueView())
+	}
+
+	// Again, and the daemon dies after q4's turn began, before q4 left
+	// the queue: what it left on disk is made here.
+	s.Submit("block")
+	s.Submit("q3")
+	s.Submit("q4")
+	s.Submit("q5")
+	r.Release()
+	wait(t, s)
+	m.Close()
+	path := filepath.Join(filepath.Dir(s.EventsPath()), "queue.jsonl")
+	if err := os.WriteFile(path, []byte("4\n\"q4\"\n\"q5\"\n"), 0600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(s.EventsPath(), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(f, `{"seq":999,"time":"2026-12-07T00:00:00Z","type":"turn_start","data":{"compact":false,"queued":5,"resume":false}}`+"\n")
+	f.Close()
+	r2 := newRunner()
+	m2 := openManager(t, dir, r2)
+	s2, ok := m2.Get(s.ID())
+	if !ok {
+		t.Fatal("the session did not load")
+	}
+	if q := s2.Queue(); fmt.Sprint(q) != "[q5]" {
+		t.Fatalf("queue after the load %q, want [q5]", q)
+	}
+	if !strings.Contains(s2.Paused(), "interrupted") {
+		t.Errorf("the cut turn is not marked: paused %q", s2.Paused())
+	}
+	// The numbers go on from the file's: q5 is 6, and 6 is taken next.
+	if err := s2.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, s2)
+	if b, _ := os.ReadFile(path); string(b) != "6\n" {
+		t.Errorf("queue.jsonl after the queue ran: %q", b)
+	}
+}
+
 // A runner cannot make its session idle or failed while its turn runs:
 // only the end of the turn does. The attack: a runner that says idle mid
 // turn would let a prompt start a second turn beside it.

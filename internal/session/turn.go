@@ -45,7 +45,8 @@ type Turn struct {
 	Prompt string
 	Resume bool // continuing a turn cut by a restart
 
-	s *Session
+	s      *Session
+	queued int64 // the prompt's number in the queue, if it came from there
 }
 
 // Handle is what a turn sees of its session. Its methods are safe for
@@ -122,7 +123,11 @@ func (s *Session) launchLocked(t *Turn, compact bool) error {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	tr := &turn{cancel: cancel, done: make(chan struct{})}
 	s.turn = tr
-	s.eventLocked("turn_start", map[string]any{"resume": t.Resume, "compact": compact})
+	start := map[string]any{"resume": t.Resume, "compact": compact}
+	if t.queued > 0 {
+		start["queued"] = t.queued // see promptQueue: before the prompt leaves the queue
+	}
+	s.eventLocked("turn_start", start)
 	s.changedStateLocked(nil)
 	go s.run(ctx, tr, t, compact)
 	return nil
@@ -154,10 +159,9 @@ func (s *Session) run(ctx context.Context, tr *turn, t *Turn, compact bool) {
 	s.turn = nil
 	close(tr.done)
 	if s.queue.len() > 0 && s.paused == "" && !s.removed.Load() && !s.m.closing.Load() {
-		if next, ok, err := s.popLocked(); err == nil && ok {
-			if err := s.startLocked(next, false); err != nil {
-				s.m.logf("session %s: start queued prompt: %v", s.id, err)
-			}
+		if err := s.startQueuedLocked(); err != nil {
+			s.m.logf("session %s: start queued prompt: %v", s.id, err)
+			s.paused = "the queued prompt could not start (" + oneLine(err.Error()) + "); ctl resume tries again"
 		}
 	}
 	s.notify.broadcast()
@@ -247,14 +251,36 @@ func (s *Session) Resume() error {
 	if strings.HasPrefix(why, interrupted) {
 		return s.startLocked(s.prev, true)
 	}
-	next, ok, err := s.popLocked()
-	if err != nil {
+	if s.queue.len() > 0 {
+		err := s.startQueuedLocked()
+		if err != nil {
+			s.paused = why // still waiting, as before the resume
+		}
 		return err
 	}
-	if ok {
-		return s.startLocked(next, false)
-	}
 	return errs.E(errs.Invalid, "nothing to resume")
+}
+
+// startQueuedLocked starts a turn for the first queued prompt. The prompt
+// leaves the queue only once the turn has begun with it (in the history,
+// its turn_start event naming it): a crash in between leaves it in both,
+// which load settles, and a turn that cannot start leaves it queued.
+func (s *Session) startQueuedLocked() error {
+	p, n, ok := s.queue.head()
+	if !ok {
+		return nil
+	}
+	t := s.newTurn(p, false)
+	t.queued = n
+	if err := s.launchLocked(t, false); err != nil {
+		return err
+	}
+	if err := s.queue.drop(n); err != nil {
+		// Begun and still queued on disk: the next load settles it.
+		s.m.logf("session %s: queue: %v", s.id, err)
+	}
+	s.notify.broadcast()
+	return nil
 }
 
 const interrupted = "interrupted by restart"
