@@ -51,7 +51,7 @@ func loadQueue(path string) (*promptQueue, error) {
 		return q, err
 	}
 	lines := strings.Split(string(b), "\n")
-	if n, err := strconv.ParseInt(lines[0], 10, 64); err == nil && n > 0 {
+	if n, err := strconv.ParseInt(lines[0], 10, 64); err == nil && n > 0 && n < 1<<53 {
 		q.taken = n
 		lines = lines[1:]
 	}
