@@ -86,6 +86,21 @@ func chat(t *testing.T, s *session.Session) string {
 	return string(b)
 }
 
+// queuedBehindABlock makes a session in a new directory whose turn
+// blocks (until r.Release) with q1 and q2 queued behind it.
+func queuedBehindABlock(t *testing.T) (dir string, r *testutil.EchoRunner, m *session.Manager, s *session.Session) {
+	t.Helper()
+	dir = t.TempDir()
+	r = newRunner()
+	m = openManager(t, dir, r)
+	s = newIn(t, m)
+	s.Submit("block")
+	<-r.Started
+	s.Submit("q1")
+	s.Submit("q2")
+	return dir, r, m, s
+}
+
 // TestQueuedPromptLeavesQueueAfterItBegins: a queued prompt leaves the
 // queue only once its turn has begun (history, turn_start naming its
 // number). Taking it first lost it to a kill -9 between the two
@@ -93,14 +108,7 @@ func chat(t *testing.T, s *session.Session) string {
 // prompt is in the history, its turn_start on disk, and still queued.
 // The load settles it: begun, cut, not queued twice.
 func TestQueuedPromptLeavesQueueAfterItBegins(t *testing.T) {
-	dir := t.TempDir()
-	r := newRunner()
-	m := openManager(t, dir, r)
-	s := newIn(t, m)
-	s.Submit("block")
-	<-r.Started
-	s.Submit("q1")
-	s.Submit("q2")
+	dir, r, m, s := queuedBehindABlock(t)
 	r.Release()
 	wait(t, s)
 	if got := r.Prompts(); fmt.Sprint(got) != "[block q1 q2]" {
@@ -302,14 +310,7 @@ func TestSubmitPopConcurrent(t *testing.T) {
 // What was queued survives a restart, waits for ctl resume, and then
 // runs in order.
 func TestQueueSurvivesRestart(t *testing.T) {
-	dir := t.TempDir()
-	r := newRunner()
-	m := openManager(t, dir, r)
-	s := newIn(t, m)
-	s.Submit("block")
-	<-r.Started
-	s.Submit("q1")
-	s.Submit("q2")
+	dir, _, m, s := queuedBehindABlock(t)
 	m.Close() // stops the turn; the queue stays on disk
 
 	r2 := newRunner()
