@@ -139,7 +139,13 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	// and the mount namespaces it keeps, which hold copies of the mount,
 	// go before the unmount that would wait for them.
 	d.BeforeClose(sandbox.Stop)
-	sandbox.Warm(env.Argv0)
+	// Threads ready for the default profile's stages, so that the first
+	// one of this daemon does not wait for them.
+	var warm []config.Profile
+	if p, err := env.Config.Sandbox.Profile(env.Config.Sandbox.Default); err == nil {
+		warm = append(warm, p)
+	}
+	sandbox.Warm(env.Argv0, warm...)
 	trimExecutable()
 	err = d.Run(ctx)
 	logger.Printf("stopped")

@@ -190,6 +190,9 @@ func (t *cpuTurns) op() error {
 
 func (t *cpuTurns) perTurn() time.Duration { return t.cpu / time.Duration(max(t.runs, 1)) }
 
+// pacedPause is the idle time before each turn of turn.paced.
+const pacedPause = 50 * time.Millisecond
+
 // groupTurn: a steady turn (prompt, execute_code `echo hi`, answer) and
 // one of 9 stages, next to a fork/exec; the daemon's CPU per turn; its
 // memory after them.
@@ -230,6 +233,19 @@ func (r *run) groupTurn() error {
 	if err != nil {
 		return err
 	}
+	// Turns paced as a real model paces them: the machine idle for a
+	// while before each, as while a model thinks. What a turn sets up
+	// once and then finds warm while turns follow each other shows here.
+	var paced []time.Duration
+	for i := range min(r.o.Turns/4, 40) {
+		time.Sleep(pacedPause)
+		t, err := elapsed(func() error { return r.main.Turn(r.ctx, one.ids[i%len(one.ids)], promptOne) })
+		if err != nil {
+			return err
+		}
+		paced = append(paced, t)
+	}
+	pc := summarize(paced)
 	m, err := settle(r.ctx, r.main.Pid())
 	if err != nil {
 		return err
@@ -240,6 +256,8 @@ func (r *run) groupTurn() error {
 		Row{Key: "turn", What: "turn: prompt, execute_code `echo hi`, answer, wait, reply (instant model), p50", Val: dur(st[1].P50),
 			Note: fmt.Sprintf("p99 %s; daemon CPU %s per turn", dur(st[1].P99), dur(one.perTurn())), Floor: "floor.fork"},
 		Row{Key: "turn.p99", What: "the same, p99", Val: dur(st[1].P99), Floor: "floor.fork"},
+		Row{Key: "turn.paced", What: fmt.Sprintf("the same turn, each after %s with nothing running (a model's thinking), p50", pacedPause), Val: dur(pc.P50),
+			Note: fmt.Sprintf("p99 %s over %d turns", dur(pc.P99), pc.N), Floor: "turn"},
 		Row{Key: "turn.cpu", What: "daemon CPU per turn (/proc/<pid>/stat; its helpers not counted)", Val: dur(one.perTurn())},
 		Row{Key: "turn.cpu.tree", What: "CPU per turn of the daemon, its helpers and the stages they ran", Val: dur((tree1 - tree0) / time.Duration(k)),
 			Note: fmt.Sprintf("over %d turns one after another", k)},

@@ -175,6 +175,10 @@ type stageCgroup struct {
 	v2    bool
 	guard string
 	root  *cgroupRoot // nil in the one-shot helper
+	// placed: the program is born in dir (serve.go), not moved there;
+	// procs is then written to dir's pids.max at the gate.
+	placed bool
+	procs  string
 }
 
 // newStageCgroup makes a cgroup for one stage allowing procs processes
@@ -200,15 +204,39 @@ func newStageCgroup(procs int, guard string) (*stageCgroup, error) {
 			return nil, fmt.Errorf("cgroup: %v", err)
 		}
 	}
-	max := "max"
+	c.procs = "max"
 	if procs > 0 {
-		max = strconv.Itoa(procs)
+		c.procs = strconv.Itoa(procs)
 	}
-	if err := writeFile(filepath.Join(c.dir, "pids.max"), max); err != nil {
+	if err := writeFile(filepath.Join(c.dir, "pids.max"), c.procs); err != nil {
 		c.remove()
 		return nil, fmt.Errorf("cgroup: %v", err)
 	}
 	return c, nil
+}
+
+// takePlaced makes dir, where the resident helper's thread waited for the
+// request, the stage's cgroup in place of the one made for it, which is
+// kept for another stage. dir must be one of the helper's in the
+// daemon's own directory of v1 stage cgroups; anything else is ignored,
+// and the program is moved at the gate as before.
+//
+// Its pids.max stays "max" until the program is at the gate (add): the
+// thread that forks it is in dir too until it ends, and counts. For a
+// moment after the program starts it may still be there, and the stage
+// may then start one process fewer than its limit, never one more.
+func (c *stageCgroup) takePlaced(dir string) {
+	if c == nil || c.root == nil || c.v2 || c.dir == "" || filepath.Dir(dir) != c.root.dir ||
+		!strings.HasPrefix(filepath.Base(dir), placedPrefix) {
+		return
+	}
+	old := c.dir
+	c.dir, c.placed = dir, true
+	select {
+	case c.root.spare <- old:
+	default:
+		rmdir(old)
+	}
 }
 
 // add moves process pid (0: the caller) into the cgroups.
@@ -216,8 +244,13 @@ func (c *stageCgroup) add(pid int) error {
 	if c == nil {
 		return nil
 	}
+	if c.placed {
+		if err := writeFile(filepath.Join(c.dir, "pids.max"), c.procs); err != nil {
+			return fmt.Errorf("cgroup: %v", err)
+		}
+	}
 	for _, d := range []string{c.guard, c.dir} {
-		if d == "" {
+		if d == "" || d == c.dir && c.placed {
 			continue
 		}
 		if err := writeFile(filepath.Join(d, "cgroup.procs"), strconv.Itoa(pid)); err != nil {

@@ -66,12 +66,97 @@ func TestForkBombStopsAtLimit(t *testing.T) {
 	}
 	if r, err := stageCgroups(); err == nil {
 		// Emptied cgroups are kept for the next stages: none may hold a
-		// process once its stage is reaped.
+		// process once its stage is reaped, but for the resident
+		// helper's threads waiting in theirs.
+		helper := strconv.Itoa(residentPid(t)) + "\n"
 		ents, _ := os.ReadDir(r.dir)
 		for _, e := range ents {
-			if b, _ := os.ReadFile(filepath.Join(r.dir, e.Name(), "cgroup.procs")); e.IsDir() && len(b) > 0 {
+			b, _ := os.ReadFile(filepath.Join(r.dir, e.Name(), "cgroup.procs"))
+			if e.IsDir() && len(b) > 0 && (string(b) != helper || !strings.HasPrefix(e.Name(), placedPrefix)) {
 				t.Errorf("stage cgroup %s still holds %s", e.Name(), b)
 			}
+		}
+	}
+}
+
+// TestPlacedStageKeepsItsLimit: on a v1 pids hierarchy, the resident
+// helper's ready threads wait in cgroups of their own, so that a program
+// is born in its stage's cgroup instead of being moved there (which
+// waits for an RCU grace period). The program must then be in such a
+// cgroup before it runs, with its stage's limit: a fork bomb from it
+// stops at the limit, and the cgroup is emptied after it.
+func TestPlacedStageKeepsItsLimit(t *testing.T) {
+	if ABI() == 0 {
+		skipUnlessCI(t, "no landlock")
+	}
+	root, err := stageCgroups()
+	if err != nil || root.v2 {
+		skipUnlessCI(t, fmt.Sprintf("no v1 pids hierarchy for stage cgroups (%v)", err))
+	}
+	cwd, tmp, exe := canaryDir(t)
+	prof := config.BuiltinProfiles()["workspace"]
+	prof.Limits.Procs = 20
+	pol, err := New("workspace", prof, Paths{Cwd: cwd, Tmp: tmp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := pol.Prepare(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	// Threads made ready for this profile's filter, as Warm does at the
+	// daemon's start; wait until they are placed.
+	r, err := residentFor(helperExe(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.send(request{Warm: true, Spec: spec{Deny: pol.DenyFamilies}}, -1, nil); err != nil {
+		t.Fatal(err)
+	}
+	helper := strconv.Itoa(r.cmd.Process.Pid) + "\n"
+	deadline := time.Now().Add(time.Minute)
+	for placed := 0; placed < warmPerFilter; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d threads of the helper placed after a minute, want %d", placed, warmPerFilter)
+		}
+		time.Sleep(5 * time.Millisecond)
+		placed = 0
+		ents, _ := os.ReadDir(root.dir)
+		for _, e := range ents {
+			if b, _ := os.ReadFile(filepath.Join(root.dir, e.Name(), "cgroup.procs")); strings.HasPrefix(e.Name(), placedPrefix) && string(b) == helper {
+				placed++
+			}
+		}
+	}
+	for i := range 3 {
+		var at string // the program's pids cgroup and its limit, at the gate
+		c := Cmd{Path: exe, Args: []string{"canary", canaryCommand, "forks", "500"}, Dir: cwd,
+			Admit: func(pid int) {
+				b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+				for _, l := range strings.Split(string(b), "\n") {
+					if f := strings.SplitN(l, ":", 3); len(f) == 3 && f[1] == "pids" {
+						dir := filepath.Join("/sys/fs/cgroup/pids", f[2])
+						max, _ := os.ReadFile(filepath.Join(dir, "pids.max"))
+						at = filepath.Base(dir) + " " + strings.TrimSpace(string(max))
+					}
+				}
+			}}
+		out, ws := run(t, pr, c)
+		if !strings.HasPrefix(at, placedPrefix) || !strings.HasSuffix(at, " 20") {
+			t.Fatalf("stage %d: at the gate the program was in %q, want a placed cgroup (%s...) with pids.max 20", i, at, placedPrefix)
+		}
+		var got, errno int
+		if _, err := fmt.Sscanf(strings.TrimPrefix(out, "TRIED forks\n"), "forked %d %d", &got, &errno); err != nil || !strings.HasPrefix(out, "TRIED forks\n") {
+			t.Fatalf("stage %d: %v %q: %v", i, ws, out, err)
+		}
+		t.Logf("stage %d in %s: forked %d, then errno %d", i, at, got, errno)
+		if got >= 20 || syscall.Errno(errno) != unix.EAGAIN {
+			t.Errorf("stage %d: forked %d children, stopped by errno %d; want fewer than 20, EAGAIN", i, got, errno)
+		}
+		dir := filepath.Join(root.dir, strings.Fields(at)[0])
+		if b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs")); err == nil && len(b) > 0 {
+			t.Errorf("stage %d: its cgroup still holds %q after it was reaped", i, b)
 		}
 	}
 }

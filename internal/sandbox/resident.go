@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"ollie.dev/ollie/internal/config"
 	"ollie.dev/ollie/internal/errs"
 )
 
@@ -131,9 +132,13 @@ func launch(helper string) (*resident, error) {
 // being theirs; userns starts it in a user namespace of its own.
 func serveCmd(helper string, theirs *os.File, userns bool) *exec.Cmd {
 	cmd := exec.Command(helper, HelperCommand, serveFlag)
-	// The stages' cgroups, which it empties when the daemon dies.
+	// The stages' cgroups, which it empties when the daemon dies, and
+	// where its ready threads wait on a v1 hierarchy (serve.go).
 	if r, err := stageCgroups(); err == nil {
 		cmd.Args = append(cmd.Args, r.dir)
+		if !r.v2 {
+			cmd.Args = append(cmd.Args, placeFlag+r.dir)
+		}
 	}
 	if g, err := ownV2Cgroup(); err == nil {
 		cmd.Args = append(cmd.Args, filepath.Join(g, "ollie-"+strconv.Itoa(os.Getpid())))
@@ -312,6 +317,9 @@ func (r *resident) finish(sock int, s spec, in *stdin, cg *stageCgroup, admit fu
 		in.abort()
 		return nil, helperError(first.Err) // nothing was forked
 	}
+	if first.Cgroup != "" {
+		cg.takePlaced(first.Cgroup)
+	}
 	pid, setup := r.pass(l, s, cg, admit)
 	l.Close()
 	last, _, ok := r.await(sock)
@@ -377,7 +385,8 @@ func (r *resident) pass(l *os.File, s spec, cg *stageCgroup, admit func(int)) (i
 }
 
 // send writes a request on the helper's socket with its descriptors:
-// the helper's end of the request's socket, then files.
+// the helper's end of the request's socket (none if sock is -1), then
+// files.
 func (r *resident) send(req request, sock int, files []*os.File) error {
 	b, err := json.Marshal(req)
 	if err != nil {
@@ -386,11 +395,18 @@ func (r *resident) send(req request, sock int, files []*os.File) error {
 	if len(b) > maxRequest {
 		return errFallback
 	}
-	fds := []int{sock}
+	var fds []int
+	if sock >= 0 {
+		fds = append(fds, sock)
+	}
 	for _, f := range files {
 		fds = append(fds, int(f.Fd()))
 	}
-	_, _, err = r.conn.WriteMsgUnix(b, unix.UnixRights(fds...), nil)
+	var oob []byte
+	if len(fds) > 0 {
+		oob = unix.UnixRights(fds...)
+	}
+	_, _, err = r.conn.WriteMsgUnix(b, oob, nil)
 	runtime.KeepAlive(files)
 	return err
 }
@@ -443,12 +459,22 @@ func orDevNull(f *os.File) *os.File {
 // ABI, the stages' cgroups and the resident helper of executable helper.
 // The daemon calls it once it serves; a helper that fails to start here
 // fails as it would at first use.
-func Warm(helper string) {
+//
+// The helper also makes threads ready for the seccomp filter of each of
+// profiles, so that the first stage of each finds one waiting.
+func Warm(helper string, profiles ...config.Profile) {
 	go func() {
 		if ABI() <= 0 {
 			return
 		}
 		stageCgroups()
-		residentFor(helper)
+		r, err := residentFor(helper)
+		if err != nil {
+			return
+		}
+		for _, p := range profiles {
+			_, deny := netPolicy(p)
+			r.send(request{Warm: true, Spec: spec{Deny: deny}}, -1, nil)
+		}
 	}()
 }

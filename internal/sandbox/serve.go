@@ -12,6 +12,16 @@ package sandbox
 // Landlock, for each seccomp filter in use, so that a request finds one
 // waiting. No Go runtime starts per program, which was most of what a
 // stage cost.
+//
+// On a v1 pids hierarchy (the daemon passes placeFlag) a ready thread
+// also waits in a stage cgroup of its own, made for it, so that its
+// program is born there: moving a process into a cgroup waits for an RCU
+// grace period whenever no move was made in the last few milliseconds
+// (the kernel's cgroup_threadgroup_rwsem), 6 to 20 ms that every stage
+// of a turn paced by a real model paid at the gate. The thread is moved
+// while it waits, before any request; the daemon then only writes the
+// stage's pids.max at the gate. (A v2 cgroup cannot hold one thread of a
+// process; there the program is moved at the gate as before.)
 
 import (
 	"encoding/json"
@@ -19,7 +29,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -32,10 +45,22 @@ const serveFD = 3
 // argument lists) go through the one-shot helper.
 const maxRequest = 128 << 10
 
+// placeFlag, followed by a directory, tells the resident helper where to
+// make the v1 stage cgroups its ready threads wait in.
+const placeFlag = "-place="
+
+// placedPrefix begins the names of those cgroups; the daemon's own are
+// "s" and a number.
+const placedPrefix = "h"
+
 // request asks the resident helper to start a program. Its descriptors
 // are, in order: the socket to reply on, stdin, stdout, stderr, the
 // script if Script, the Landlock ruleset if the mode is Landlock.
+//
+// A request with Warm set carries no descriptors and starts nothing: it
+// has threads made ready for its Spec's filter (Warm in resident.go).
 type request struct {
+	Warm   bool     `json:"warm,omitempty"`
 	Spec   spec     `json:"spec"`
 	Path   string   `json:"path"`
 	Args   []string `json:"args"`
@@ -46,12 +71,14 @@ type request struct {
 
 // A reply is "ready", once on the helper's socket at start-up (Err says
 // why it cannot serve), or, on a request's own socket, "gate" (carrying
-// the gate's listener, the only descriptor a reply has) and then "done":
-// the program's Pid, or Err.
+// the gate's listener, the only descriptor a reply has, and the Cgroup
+// the program will be born in if it was placed) and then "done": the
+// program's Pid, or Err.
 type reply struct {
-	Kind string `json:"kind"`
-	Pid  int    `json:"pid,omitempty"`
-	Err  string `json:"err,omitempty"`
+	Kind   string `json:"kind"`
+	Pid    int    `json:"pid,omitempty"`
+	Err    string `json:"err,omitempty"`
+	Cgroup string `json:"cgroup,omitempty"`
 }
 
 const (
@@ -60,17 +87,22 @@ const (
 )
 
 type server struct {
+	place  string       // where ready threads get a cgroup of their own; "" for nowhere
+	placed atomic.Int64 // names the next of those cgroups
+
 	mu      sync.Mutex
 	warm    map[string][]chan job // ready threads by seccomp filter; guarded by mu
 	warming map[string]int        // threads being made ready; guarded by mu
+	closed  bool                  // the daemon is gone: no thread waits any more; guarded by mu
 }
 
 // A job is a request with its descriptors.
 type job struct {
-	req   request
-	reply int   // the request's socket
-	fds   []int // stdin, stdout, stderr, script, ruleset
-	fresh bool  // make a new protection namespace, reuse none (nscache.go)
+	req    request
+	reply  int    // the request's socket
+	fds    []int  // stdin, stdout, stderr, script, ruleset
+	fresh  bool   // make a new protection namespace, reuse none (nscache.go)
+	cgroup string // the cgroup the thread waited in, "" if none
 }
 
 // serve runs the resident helper until the daemon closes its end. args
@@ -80,9 +112,12 @@ type job struct {
 // with its parent once it is the child of another process's thread).
 func serve(args []string) int {
 	var cgroups []string
+	s := &server{warm: map[string][]chan job{}, warming: map[string]int{}}
 	for _, a := range args {
 		if filepath.IsAbs(a) {
 			cgroups = append(cgroups, a)
+		} else if d, ok := strings.CutPrefix(a, placeFlag); ok && filepath.IsAbs(d) {
+			s.place = d
 		}
 	}
 	// The main thread must never run a request: a locked goroutine that
@@ -101,7 +136,6 @@ func serve(args []string) int {
 	if sendReply(serveFD, reply{Kind: "ready"}, -1) != nil {
 		return 1
 	}
-	s := &server{warm: map[string][]chan job{}, warming: map[string]int{}}
 	buf := make([]byte, maxRequest)
 	oob := make([]byte, unix.CmsgSpace(8*4))
 	for {
@@ -111,7 +145,9 @@ func serve(args []string) int {
 		}
 		if err != nil || n == 0 {
 			// The daemon is gone, or is going: it closes this end
-			// only by exiting.
+			// only by exiting. The ready threads end first, leaving
+			// their cgroups empty for removeTree.
+			s.close()
 			for _, d := range cgroups {
 				removeTree(d)
 			}
@@ -119,7 +155,11 @@ func serve(args []string) int {
 		}
 		fds := rights(oob[:oobn])
 		var req request
-		if flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0 || len(fds) < 1 || json.Unmarshal(buf[:n], &req) != nil {
+		if flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) == 0 && len(fds) == 0 && json.Unmarshal(buf[:n], &req) == nil && req.Warm {
+			s.prewarm(req.Spec.Deny)
+			continue
+		}
+		if flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0 || len(fds) < 1 || json.Unmarshal(buf[:n], &req) != nil || req.Warm {
 			// The daemon never sends such a thing; stop rather than
 			// guess, and it falls back to the one-shot helper.
 			fmt.Fprintf(os.Stderr, "ollie sandbox helper: bad request\n")
@@ -163,22 +203,93 @@ func (s *server) dispatch(j job) {
 	}
 }
 
+// prewarm has threads made ready for the filter of deny, up to
+// warmPerFilter, before any request needs one.
+func (s *server) prewarm(deny []int) {
+	key := fmt.Sprint(deny)
+	s.mu.Lock()
+	n := warmPerFilter - len(s.warm[key]) - s.warming[key]
+	if _, known := s.warm[key]; !known && len(s.warm) >= warmFilters {
+		n = 0
+	}
+	if n > 0 {
+		if s.warm[key] == nil {
+			s.warm[key] = []chan job{}
+		}
+		s.warming[key] += n
+	}
+	s.mu.Unlock()
+	for range n {
+		go s.ready(deny, key)
+	}
+}
+
 // ready confines its thread as far as it can without a request, then
 // waits for one.
 func (s *server) ready(deny []int, key string) {
 	runtime.LockOSThread() // never unlocked: the confinement is the thread's
+	// Placed first, while the thread may still write to the cgroup
+	// files; if the rest fails, the thread ends and leaves the cgroup
+	// empty, for removeTree.
+	cg := s.placeThread()
 	l, err := preconfine(deny)
 	ch := make(chan job)
 	s.mu.Lock()
 	s.warming[key]--
-	if err == nil {
+	if err == nil && !s.closed {
 		s.warm[key] = append(s.warm[key], ch)
 	}
+	closed := s.closed
 	s.mu.Unlock()
-	if err != nil {
+	if err != nil || closed {
+		if l >= 0 {
+			unix.Close(l)
+		}
 		return // a request then finds no thread ready, and says why
 	}
-	s.start(<-ch, l)
+	j, ok := <-ch
+	if !ok {
+		unix.Close(l)
+		return // the helper is stopping
+	}
+	j.cgroup = cg
+	s.start(j, l)
+}
+
+// placeThread moves the calling thread, alone, into a new cgroup under
+// s.place and returns its directory, or "" where it could not.
+func (s *server) placeThread() string {
+	if s.place == "" {
+		return ""
+	}
+	for {
+		dir := filepath.Join(s.place, placedPrefix+strconv.FormatInt(s.placed.Add(1), 10))
+		err := os.Mkdir(dir, 0o755)
+		if os.IsExist(err) {
+			continue // left by a helper before this one
+		}
+		if err != nil {
+			return ""
+		}
+		if writeFile(filepath.Join(dir, "tasks"), strconv.Itoa(unix.Gettid())) != nil {
+			unix.Rmdir(dir)
+			return ""
+		}
+		return dir
+	}
+}
+
+// close ends the ready threads: nothing will come for them.
+func (s *server) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	for _, w := range s.warm {
+		for _, ch := range w {
+			close(ch)
+		}
+	}
+	s.warm = map[string][]chan job{}
 }
 
 // cold serves j on a thread confined for it from scratch.
@@ -247,7 +358,7 @@ func (s *server) start(j job, listener int) {
 	}
 	// The daemon must hold the listener before there is a child to stop
 	// at the gate: this thread does not run again until the child execs.
-	if sendReply(j.reply, reply{Kind: "gate"}, listener) != nil {
+	if sendReply(j.reply, reply{Kind: "gate", Cgroup: j.cgroup}, listener) != nil {
 		return
 	}
 	unix.Close(listener)
