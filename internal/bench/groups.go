@@ -237,7 +237,7 @@ func (r *run) groupTurn() error {
 	// while before each, as while a model thinks. What a turn sets up
 	// once and then finds warm while turns follow each other shows here.
 	var paced []time.Duration
-	for i := range min(r.o.Turns/4, 40) {
+	for i := range min(max(r.o.Turns/4, 1), 40) {
 		time.Sleep(pacedPause)
 		t, err := elapsed(func() error { return r.main.Turn(r.ctx, one.ids[i%len(one.ids)], promptOne) })
 		if err != nil {
