@@ -14,6 +14,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"time"
 
@@ -63,6 +64,7 @@ type Runner struct {
 	noReas map[string]bool   // backend/model pairs that refused a reasoning parameter
 	first  map[string]string // backend -> its first listed model, when none is configured
 	idx    map[string]cachedIdx
+	watch  *dirWatch             // of the directories behind idx
 	hist   map[string]*histCache // session id -> decoded history
 }
 
@@ -79,7 +81,8 @@ func New(o Options) *Runner {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
-	r := &Runner{o: o, backends: map[string]backend.Backend{}, fenced: map[string]bool{}, noReas: map[string]bool{}, first: map[string]string{}, idx: map[string]cachedIdx{}, hist: map[string]*histCache{}}
+	r := &Runner{o: o, backends: map[string]backend.Backend{}, fenced: map[string]bool{}, noReas: map[string]bool{}, first: map[string]string{}, idx: map[string]cachedIdx{}, hist: map[string]*histCache{}, watch: newDirWatch()}
+	runtime.AddCleanup(r, func(w *dirWatch) { w.close() }, r.watch)
 	for _, b := range o.Backends {
 		r.backends[b.Name()] = b
 	}

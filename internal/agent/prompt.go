@@ -58,13 +58,14 @@ func (r *Runner) vars(m session.Meta, st *setup) *strings.Replacer {
 	if r.o.Mount != "" {
 		sess = filepath.Join(r.o.Mount, "s", m.ID)
 	}
+	tools := r.readConfig("t", "idx")
 	return strings.NewReplacer(
 		"{{cwd}}", m.Cwd, "{{id}}", m.ID, "{{name}}", m.Name, "{{agent}}", m.Agent,
 		"{{model}}", st.model, "{{backend}}", st.be.Name(),
 		"{{date}}", time.Now().Format("2006-01-02"),
 		"{{ollie}}", r.o.Mount, "{{session}}", sess,
-		"{{tools}}", r.readConfig("t", "idx"), "{{skills}}", r.readConfig("sk", "idx"),
-		"{{toolnames}}", names(r.readConfig("t", "idx")),
+		"{{tools}}", tools, "{{skills}}", r.readConfig("sk", "idx"),
+		"{{toolnames}}", names(tools),
 	)
 }
 
@@ -82,18 +83,26 @@ func names(idx string) string {
 
 // readConfig reads an index the tree synthesizes; for the prompt it is
 // rebuilt from the directory, so the prompt does not depend on a mount.
-// It is cached while no file of the directory changes size or mtime: a
-// stat per file costs less than reading every script at every turn.
+// It is cached while no entry of the directory changes: inotify says so
+// where it can (watch.go); elsewhere, a stat per file (the entries'
+// sizes and mtimes) still costs less than reading every script at every
+// turn.
 func (r *Runner) readConfig(dir, name string) string {
 	if name != "idx" {
 		return ""
 	}
 	path := filepath.Join(r.o.Config.ConfigDir, dir)
-	fp := fingerprint(path)
+	// The generation is taken before the directory is read: a change
+	// made while it is read gives the next call another one.
+	var fp string
+	gen, watched := r.watch.generation(path)
+	if !watched {
+		fp = fingerprint(path)
+	}
 	r.mu.Lock()
 	c, ok := r.idx[dir]
 	r.mu.Unlock()
-	if ok && c.fp == fp && fp != "" {
+	if ok && (watched && c.watched && c.gen == gen || !watched && !c.watched && c.fp == fp && fp != "") {
 		return c.text
 	}
 	root, err := os.OpenRoot(path)
@@ -108,12 +117,16 @@ func (r *Runner) readConfig(dir, name string) string {
 		text = string(index.Skills(root))
 	}
 	r.mu.Lock()
-	r.idx[dir] = cachedIdx{fp: fp, text: text}
+	r.idx[dir] = cachedIdx{fp: fp, gen: gen, watched: watched, text: text}
 	r.mu.Unlock()
 	return text
 }
 
-type cachedIdx struct{ fp, text string }
+type cachedIdx struct {
+	fp, text string
+	gen      uint64
+	watched  bool
+}
 
 // fingerprint names, sizes and mtimes of the entries of dir.
 func fingerprint(dir string) string {
