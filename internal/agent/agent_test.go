@@ -532,3 +532,43 @@ func TestIdxShowsNameAndModelInUse(t *testing.T) {
 		t.Fatalf("idx line %q: want agent pinned, backend ollama, model pinned-model, cwd, name", line)
 	}
 }
+
+// TestSystemPromptBeforeTheFirstTurn: a new session's systemprompt is
+// true before its first turn, its stat included (the prompt is kept in
+// memory, not written at creation), and the file on disk is what the
+// turn sent.
+func TestSystemPromptBeforeTheFirstTurn(t *testing.T) {
+	e := newEnv(t, config.KindOpenAI, &llmtest.Script{Default: &llmtest.Turn{Text: "ok"}})
+	os.WriteFile(filepath.Join(e.cfg.ConfigDir, "p", "role.md"), []byte("You are {{name}} in {{cwd}}.\n"), 0644)
+	e.write("a/role.json", `{"prompt": [{"file": "role.md"}]}`)
+	s := e.newSession("agent=role")
+	want := "You are " + s + " in " + e.cwd + ".\n"
+	st, err := e.fsys.Stat(ctx, "s/"+s+"/systemprompt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp := e.read("s/" + s + "/systemprompt"); sp != want || st.Length != uint64(len(want)) {
+		t.Fatalf("before the first turn: systemprompt %q of stat size %d, want %q of size %d", sp, st.Length, want, len(want))
+	}
+	onDisk, _ := filepath.Glob(filepath.Join(e.cfg.DataDir, "s", "*", "systemprompt"))
+	if len(onDisk) != 0 {
+		t.Errorf("creating a session wrote %v", onDisk)
+	}
+	// A change of settings is shown at once, its stat too.
+	e.write("s/"+s+"/cfg", "cwd="+t.TempDir()+"\n")
+	st2, _ := e.fsys.Stat(ctx, "s/"+s+"/systemprompt")
+	sp := e.read("s/" + s + "/systemprompt")
+	if sp == want || st2.Length != uint64(len(sp)) || st2.Qid.Vers == st.Qid.Vers {
+		t.Errorf("after cwd changed: %q (stat size %d, version %d, was %d)", sp, st2.Length, st2.Qid.Vers, st.Qid.Vers)
+	}
+	e.ask(s, "hello")
+	reqs := e.llm.Requests()
+	sent := reqs[len(reqs)-1].System
+	onDisk, _ = filepath.Glob(filepath.Join(e.cfg.DataDir, "s", "*", "systemprompt"))
+	if len(onDisk) != 1 {
+		t.Fatalf("after a turn, on disk: %v", onDisk)
+	}
+	if b, _ := os.ReadFile(onDisk[0]); string(b) != sent || sent != sp {
+		t.Errorf("the file holds %q; the turn sent %q; the tree showed %q", b, sent, sp)
+	}
+}

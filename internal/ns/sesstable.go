@@ -75,7 +75,7 @@ var sessionTable = []fileSpec{
 			d.parent.renderSystemPrompt(ctx, d.s)
 			return text(d.s.SystemPrompt())
 		},
-		stat: func(s *session.Session, st *plan9.Dir) { statDisk(s.SystemPromptPath(), st) }},
+		stat: statSystemPrompt},
 	{name: "usage", perm: 0444, mode: "r",
 		doc:  "Token counts: input output cache_read cache_write requests (estimated when not reported).",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(renderUsage(d.s.Usage())) },
@@ -181,6 +181,19 @@ func viewUsage(render func(session.Usage) []byte) func(d *sessionDir) ([]byte, b
 
 // statDisk gives st the length and mtime of a file the session keeps on
 // disk, and a version that moves with them.
+// statSystemPrompt gives the size and version of the system prompt in
+// memory, or of the file when there is none.
+func statSystemPrompt(s *session.Session, st *plan9.Dir) {
+	size, vers, mtime, ok := s.SystemPromptStat()
+	if !ok {
+		statDisk(s.SystemPromptPath(), st)
+		return
+	}
+	st.Length, st.Qid.Vers = uint64(size), vers
+	st.Mtime = uint32(mtime.Unix())
+	st.Atime = st.Mtime
+}
+
 func statDisk(path string, st *plan9.Dir) {
 	fi, err := os.Stat(path)
 	if err != nil {

@@ -57,5 +57,5 @@ func (s *Session) QueueView() []byte { return view(s.queue.list()) }
 // with it, without the session's lock.
 func (s *Session) QueueStat() (size int64, vers uint32) { return s.queue.stat() }
 
-// SystemPromptPath is the system prompt on disk (SystemPrompt reads it).
+// SystemPromptPath is the system prompt a turn last sent, on disk.
 func (s *Session) SystemPromptPath() string { return filepath.Join(s.dir, "systemprompt") }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"ollie.dev/ollie/internal/errs"
 	"ollie.dev/ollie/internal/valid"
@@ -40,22 +41,25 @@ type Session struct {
 	tmpMu   sync.Mutex              // own leaf lock: the mounting of tmp (see quotaTmp)
 	summary atomic.Pointer[Summary] // see Summary; published under mu
 
-	mu        sync.Mutex
-	meta      Meta
-	logs      logs
-	paused    string // why queued work waits for `ctl resume` ("" = it does not)
-	usage     Usage
-	reply     string // the last reply, once a turn has set it
-	replySet  bool
-	system    string // the system prompt as last written, once known
-	systemSet bool
-	offset    int64 // chat size just after the last user prompt; -1 until found after a load
-	prev      string
-	chatHold  string   // streamed chat that may start a key (see Turn.Chat)
-	turn      *turn    // the running turn, nil when none
-	unsynced  bool     // the directory is not yet durable (see New)
-	notify    notifier // state, queue and event changes
-	nextSeq   int64    // next event sequence number; -1 until counted
+	mu           sync.Mutex
+	meta         Meta
+	logs         logs
+	paused       string // why queued work waits for `ctl resume` ("" = it does not)
+	usage        Usage
+	reply        string // the last reply, once a turn has set it
+	replySet     bool
+	system       string // the system prompt as last rendered or sent, once known
+	systemSet    bool
+	systemOnDisk bool      // the file systemprompt holds system
+	systemVers   uint32    // changes with system
+	systemTime   time.Time // when system last changed
+	offset       int64     // chat size just after the last user prompt; -1 until found after a load
+	prev         string
+	chatHold     string   // streamed chat that may start a key (see Turn.Chat)
+	turn         *turn    // the running turn, nil when none
+	unsynced     bool     // the directory is not yet durable (see New)
+	notify       notifier // state, queue and event changes
+	nextSeq      int64    // next event sequence number; -1 until counted
 }
 
 // newSession makes the value of a session whose directory is dir; the
@@ -124,14 +128,13 @@ func (s *Session) StateVersion() uint32 { return s.sm.version() }
 func (s *Session) ChatPath() string { return filepath.Join(s.dir, "chat") }
 
 // ChatSize and ChatVersion describe the chat log for stat.
-func (s *Session) ChatSize() int64      { return s.chatSize.Load() }
-func (s *Session) ChatVersion() uint32  { return s.chatVers.Load() }
-func (s *Session) EventsPath() string   { return filepath.Join(s.dir, "events.jsonl") }
-func (s *Session) ContextPath() string  { return filepath.Join(s.dir, "context.jsonl") }
-func (s *Session) SystemPrompt() []byte { return readOrEmpty(filepath.Join(s.dir, "systemprompt")) }
-func (s *Session) Plan() []byte         { return readOrEmpty(filepath.Join(s.dir, "plan")) }
-func readOrEmpty(name string) []byte    { b, _ := os.ReadFile(name); return b }
-func (s *Session) Usage() Usage         { s.mu.Lock(); defer s.mu.Unlock(); return s.usage }
+func (s *Session) ChatSize() int64     { return s.chatSize.Load() }
+func (s *Session) ChatVersion() uint32 { return s.chatVers.Load() }
+func (s *Session) EventsPath() string  { return filepath.Join(s.dir, "events.jsonl") }
+func (s *Session) ContextPath() string { return filepath.Join(s.dir, "context.jsonl") }
+func (s *Session) Plan() []byte        { return readOrEmpty(filepath.Join(s.dir, "plan")) }
+func readOrEmpty(name string) []byte   { b, _ := os.ReadFile(name); return b }
+func (s *Session) Usage() Usage        { s.mu.Lock(); defer s.mu.Unlock(); return s.usage }
 func (s *Session) Offset() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -185,34 +185,78 @@ func (t *Turn) SetReply(text string) error {
 	return nil
 }
 
-// SetSystemPrompt records the system prompt exactly as sent. It is
-// written only when it changes, in place: it is a record for people, and
-// a rename per turn would cost an ext4 journal flush.
-func (t *Turn) SetSystemPrompt(text string) error { return t.s.SetSystemPrompt(text) }
-
-// SetSystemPrompt records the system prompt the next turn will send,
-// rendered before it (at creation, after a change of settings), so that
-// systemprompt is true before the first turn; the turn records what it
-// sends.
-func (s *Session) SetSystemPrompt(text string) error {
+// SetSystemPrompt records the system prompt exactly as sent, in memory
+// and on disk. The file is written only when it changes, in place: it is
+// a record for people, and a rename per turn would cost an ext4 journal
+// flush.
+func (t *Turn) SetSystemPrompt(text string) error {
+	s := t.s
 	text = s.m.o.Redact.String(text)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.systemSet && s.system == text {
+	if s.systemSet && s.system == text && s.systemOnDisk {
 		return nil
 	}
 	p := filepath.Join(s.dir, "systemprompt")
-	if !s.systemSet {
+	if !s.systemOnDisk {
 		if old, err := os.ReadFile(p); err == nil && string(old) == text {
-			s.system, s.systemSet = text, true
+			s.setSystemLocked(text)
+			s.systemOnDisk = true
 			return nil
 		}
 	}
 	if err := os.WriteFile(p, []byte(text), 0600); err != nil {
 		return err
 	}
-	s.system, s.systemSet = text, true
+	s.setSystemLocked(text)
+	s.systemOnDisk = true
 	return nil
+}
+
+// SetSystemPrompt records the system prompt the next turn will send,
+// rendered before it (at creation, after a change of settings), so that
+// systemprompt is true before the first turn. It is kept in memory only:
+// the file on disk is what a turn sent (Turn.SetSystemPrompt), and
+// writing it here cost a file's creation, a third of a session's.
+func (s *Session) SetSystemPrompt(text string) error {
+	text = s.m.o.Redact.String(text)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.systemSet || s.system != text {
+		s.setSystemLocked(text)
+		s.systemOnDisk = false
+	}
+	return nil
+}
+
+func (s *Session) setSystemLocked(text string) {
+	if s.systemSet && s.system == text {
+		return
+	}
+	s.system, s.systemSet = text, true
+	s.systemVers++
+	s.systemTime = time.Now()
+}
+
+// SystemPrompt is what the next turn will send, as last rendered, or
+// what the last turn sent (from disk, after a restart).
+func (s *Session) SystemPrompt() []byte {
+	s.mu.Lock()
+	text, ok := s.system, s.systemSet
+	s.mu.Unlock()
+	if ok {
+		return []byte(text)
+	}
+	return readOrEmpty(filepath.Join(s.dir, "systemprompt"))
+}
+
+// SystemPromptStat describes SystemPrompt for stat: its size, a version
+// that changes with it and when it last changed; ok is false when it is
+// not in memory, and the file on disk says.
+func (s *Session) SystemPromptStat() (size int64, vers uint32, mtime time.Time, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return int64(len(s.system)), s.systemVers, s.systemTime, s.systemSet
 }
 
 // Ask puts a consent request in ask/ and waits for `allow` or `deny`, for
