@@ -232,10 +232,19 @@ func (c *stageCgroup) takePlaced(dir string) {
 	}
 	old := c.dir
 	c.dir, c.placed = dir, true
+	c.root.keep(old)
+}
+
+// keep keeps the empty cgroup dir for a later stage, or removes it when
+// enough are kept. The removal is not waited for: a cgroup whose last
+// task has just exited stays busy (EBUSY) until the kernel has released
+// that task, after an RCU grace period (the helper's thread that forked
+// a placed stage is such a task), and no stage should wait for that.
+func (r *cgroupRoot) keep(dir string) {
 	select {
-	case c.root.spare <- old:
+	case r.spare <- dir:
 	default:
-		rmdir(old)
+		go rmdir(dir)
 	}
 }
 
@@ -267,11 +276,8 @@ func (c *stageCgroup) remove() {
 		return
 	}
 	if killCgroup(c.dir, c.v2) && c.root != nil {
-		select {
-		case c.root.spare <- c.dir:
-			return
-		default:
-		}
+		c.root.keep(c.dir)
+		return
 	}
 	rmdir(c.dir)
 }
