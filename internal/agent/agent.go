@@ -21,6 +21,7 @@ import (
 	"ollie.dev/ollie/internal/agentcfg"
 	"ollie.dev/ollie/internal/backend"
 	"ollie.dev/ollie/internal/config"
+	"ollie.dev/ollie/internal/dirwatch"
 	"ollie.dev/ollie/internal/errs"
 	"ollie.dev/ollie/internal/execute"
 	"ollie.dev/ollie/internal/redact"
@@ -64,7 +65,7 @@ type Runner struct {
 	noReas map[string]bool   // backend/model pairs that refused a reasoning parameter
 	first  map[string]string // backend -> its first listed model, when none is configured
 	idx    map[string]cachedIdx
-	watch  *dirWatch             // of the directories behind idx
+	watch  *dirwatch.Watch       // of the directories behind idx
 	hist   map[string]*histCache // session id -> decoded history
 }
 
@@ -81,8 +82,8 @@ func New(o Options) *Runner {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
-	r := &Runner{o: o, backends: map[string]backend.Backend{}, fenced: map[string]bool{}, noReas: map[string]bool{}, first: map[string]string{}, idx: map[string]cachedIdx{}, hist: map[string]*histCache{}, watch: newDirWatch()}
-	runtime.AddCleanup(r, func(w *dirWatch) { w.close() }, r.watch)
+	r := &Runner{o: o, backends: map[string]backend.Backend{}, fenced: map[string]bool{}, noReas: map[string]bool{}, first: map[string]string{}, idx: map[string]cachedIdx{}, hist: map[string]*histCache{}, watch: dirwatch.New()}
+	runtime.AddCleanup(r, func(w *dirwatch.Watch) { w.Close() }, r.watch)
 	for _, b := range o.Backends {
 		r.backends[b.Name()] = b
 	}

@@ -84,7 +84,7 @@ func names(idx string) string {
 // readConfig reads an index the tree synthesizes; for the prompt it is
 // rebuilt from the directory, so the prompt does not depend on a mount.
 // It is cached while no entry of the directory changes: inotify says so
-// where it can (watch.go); elsewhere, a stat per file (the entries'
+// where it can (internal/dirwatch); elsewhere, a stat per file (the entries'
 // sizes and mtimes) still costs less than reading every script at every
 // turn.
 func (r *Runner) readConfig(dir, name string) string {
@@ -95,7 +95,7 @@ func (r *Runner) readConfig(dir, name string) string {
 	// The generation is taken before the directory is read: a change
 	// made while it is read gives the next call another one.
 	var fp string
-	gen, watched := r.watch.generation(path)
+	gen, watched := r.watch.Gen(path)
 	if !watched {
 		fp = fingerprint(path)
 	}

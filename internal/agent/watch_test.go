@@ -21,7 +21,7 @@ func TestToolIndexFollowsTheDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := New(Options{Config: &config.Config{ConfigDir: cfg}})
-	if _, ok := r.watch.generation(dir); !ok {
+	if _, ok := r.watch.Gen(dir); !ok {
 		t.Fatal("t/ cannot be watched: every prompt would stat it")
 	}
 	tool := func(name, desc string) {
@@ -48,7 +48,7 @@ func TestToolIndexFollowsTheDirectory(t *testing.T) {
 	want("added", []string{"alpha: first AAAA"})
 
 	// Cached: nothing changed, so the same text without reading t/.
-	gen, _ := r.watch.generation(dir)
+	gen, _ := r.watch.Gen(dir)
 	r.mu.Lock()
 	r.idx["t"] = cachedIdx{gen: gen, watched: true, text: "cached\n"}
 	r.mu.Unlock()

@@ -3,7 +3,11 @@ package sandbox
 import (
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
 
+	"ollie.dev/ollie/internal/dirwatch"
 	"ollie.dev/ollie/internal/errs"
 )
 
@@ -21,27 +25,23 @@ func CheckSessionDir(dir, home string, private []string) error {
 	if !filepath.IsAbs(dir) {
 		return errs.E(errs.Invalid, "cwd "+dir+" is not an absolute path")
 	}
-	rs := resolver{}
-	real, ok := rs.resolve(filepath.Clean(dir))
+	real, ok := newResolver().resolve(filepath.Clean(dir))
 	if !ok {
 		return errs.E(errs.Invalid, "cwd "+dir+" does not exist")
 	}
 	if real == "/" {
 		return errs.E(errs.Permission, "cwd / would give the session's code the whole system; use a project directory")
 	}
-	if home != "" && real == rs.path(home) {
+	pr := protectedFor(home, private)
+	if home != "" && real == pr.home {
 		return errs.E(errs.Permission, "cwd "+real+" is your home directory, which holds your keys; use a project directory inside it")
 	}
-	for _, p := range private {
-		if p == "" {
-			continue
-		}
-		if rp := rs.path(p); within(real, rp) || within(rp, real) {
+	for _, rp := range pr.private {
+		if within(real, rp) || within(rp, real) {
 			return errs.E(errs.Permission, "cwd "+real+" overlaps ollie's own "+rp+"; sessions may not work in ollie's configuration, data or runtime directories")
 		}
 	}
-	for _, s := range secretPaths(home) {
-		sp := rs.path(s)
+	for _, sp := range pr.secrets {
 		if within(real, sp) {
 			return errs.E(errs.Permission, "cwd "+real+" is inside protected "+sp)
 		}
@@ -52,20 +52,113 @@ func CheckSessionDir(dir, home string, private []string) error {
 	return nil
 }
 
+// protected are the real paths a session's cwd is kept away from.
+type protected struct {
+	home             string
+	private, secrets []string
+}
+
+// protectedCache keeps the last protected paths resolved, with the
+// generation of every directory the resolution looked in: they are the
+// same for every session of a daemon, and resolving some 30 paths, a
+// component at a time, was a quarter of a session's creation. Any entry
+// created, removed or renamed in one of those directories (a link made
+// where a secret is, a directory moved) makes the next check resolve
+// them again; a resolution that went through a link is not kept.
+var protectedCache struct {
+	mu   sync.Mutex
+	w    *dirwatch.Watch
+	key  string
+	val  protected
+	snap map[string]uint64 // nil: nothing kept
+}
+
+func protectedFor(home string, private []string) protected {
+	c := &protectedCache
+	key := home + "\x00" + strings.Join(private, "\x00")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.w == nil {
+		c.w = dirwatch.New()
+	}
+	if c.key == key && c.w.Unchanged(c.snap) {
+		return c.val
+	}
+	// Resolved, its directories watched, then resolved again: a change
+	// made before the watch is in the second resolution, one made after
+	// it is an event that makes the next check start over.
+	v, rs := resolveProtected(home, private)
+	c.key, c.val, c.snap = key, v, nil
+	if rs.links {
+		return v
+	}
+	snap, ok := c.w.Snapshot(rs.dirs())
+	if !ok {
+		return v
+	}
+	v2, rs2 := resolveProtected(home, private)
+	if rs2.links || !v.equal(v2) || !slices.Equal(rs.dirs(), rs2.dirs()) {
+		c.val = v2
+		return v2
+	}
+	c.snap = snap
+	return v
+}
+
+func resolveProtected(home string, private []string) (protected, *resolver) {
+	rs := newResolver()
+	var v protected
+	if home != "" {
+		v.home = rs.path(home)
+	}
+	for _, p := range private {
+		if p != "" {
+			v.private = append(v.private, rs.path(p))
+		}
+	}
+	for _, s := range secretPaths(home) {
+		v.secrets = append(v.secrets, rs.path(s))
+	}
+	return v, rs
+}
+
+func (p protected) equal(q protected) bool {
+	return p.home == q.home && slices.Equal(p.private, q.private) && slices.Equal(p.secrets, q.secrets)
+}
+
 // A resolver is resolve for the many paths of one check, which share
 // their leading directories (the home, ~/.config, /etc): each directory is
-// looked at once per check, not once per path under it. It lives for one
-// call, so a link made after it still counts at the next.
-type resolver map[string]resolved
+// looked at once per check, not once per path under it. It notes the
+// directories it looked in, and whether it followed a link.
+type resolver struct {
+	m      map[string]resolved
+	looked map[string]bool
+	links  bool
+}
+
+func newResolver() *resolver {
+	return &resolver{m: map[string]resolved{}, looked: map[string]bool{}}
+}
 
 type resolved struct {
 	path string
 	ok   bool // the path exists; else path is the cleaned input
 }
 
+// dirs are the directories r looked in, sorted.
+func (r *resolver) dirs() []string {
+	d := make([]string, 0, len(r.looked))
+	for k := range r.looked {
+		d = append(d, k)
+	}
+	slices.Sort(d)
+	return d
+}
+
 // path is resolve(p).
-func (r resolver) path(p string) string {
+func (r *resolver) path(p string) string {
 	if !filepath.IsAbs(p) {
+		r.links = true // resolved by EvalSymlinks, whose steps are not seen
 		return resolve(p)
 	}
 	q, _ := r.resolve(filepath.Clean(p))
@@ -76,19 +169,21 @@ func (r resolver) path(p string) string {
 // absolute path p and whether it succeeded (p itself if it did not): the
 // real path of p's directory, joined with p's last element, and followed
 // if that is a link.
-func (r resolver) resolve(p string) (string, bool) {
+func (r *resolver) resolve(p string) (string, bool) {
 	if p == "/" {
 		return p, true
 	}
-	if v, ok := r[p]; ok {
+	if v, ok := r.m[p]; ok {
 		return v.path, v.ok
 	}
 	v := resolved{path: p}
 	if dir, ok := r.resolve(filepath.Dir(p)); ok {
+		r.looked[dir] = true
 		q := filepath.Join(dir, filepath.Base(p))
 		if fi, err := os.Lstat(q); err == nil {
 			v = resolved{path: q, ok: true}
 			if fi.Mode()&os.ModeSymlink != 0 {
+				r.links = true
 				if t, err := filepath.EvalSymlinks(q); err == nil {
 					v.path = t
 				} else {
@@ -97,7 +192,7 @@ func (r resolver) resolve(p string) (string, bool) {
 			}
 		}
 	}
-	r[p] = v
+	r.m[p] = v
 	return v.path, v.ok
 }
 

@@ -40,7 +40,7 @@ func TestResolverMatchesEvalSymlinks(t *testing.T) {
 		"home/.netrc", "file/x", "missing", "missing/deeper", "proj/a/cfg/gh", "proj/a/../a",
 		"real/home/.config", "alias",
 	}
-	r := resolver{}
+	r := newResolver()
 	for _, p := range paths {
 		p = filepath.Join(root, p)
 		want, err := filepath.EvalSymlinks(p)
@@ -87,4 +87,64 @@ func TestSessionDirRefusesLinkedSecrets(t *testing.T) {
 	if err := CheckSessionDir(filepath.Join(root, "proj"), home, nil); err == nil || !strings.Contains(err.Error(), "protected") {
 		t.Errorf("cwd behind a new ~/.aws link: %v", err)
 	}
+}
+
+// TestSessionDirCacheFollowsChanges: the real paths of the secrets are
+// kept between checks while nothing changes in the directories they were
+// found through; a link or a rename in any of them, deep or shallow,
+// counts at the very next check.
+func TestSessionDirCacheFollowsChanges(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	home, proj := filepath.Join(root, "home"), filepath.Join(root, "proj")
+	for _, d := range []string{filepath.Join(home, ".config"), proj} {
+		if err := os.MkdirAll(d, 0700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(step string, refused bool) {
+		t.Helper()
+		err := CheckSessionDir(proj, home, nil)
+		if refused != (err != nil) {
+			t.Fatalf("%s: cwd %s: %v, want refused %v", step, proj, err, refused)
+		}
+	}
+	check("at first", false)
+	if protectedCache.snap == nil {
+		t.Fatal("no link anywhere, yet the protected paths were not kept")
+	}
+	check("again, from what was kept", false)
+	link := func(to, at string) {
+		t.Helper()
+		if err := os.Symlink(to, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link(proj, filepath.Join(home, ".aws"))
+	check("~/.aws made a link to the project", true)
+	os.Remove(filepath.Join(home, ".aws"))
+	check("the link removed", false)
+
+	// ~/.config replaced by a link into the project, which has a gh:
+	// ~/.config/gh is then inside it.
+	if err := os.Rename(filepath.Join(home, ".config"), filepath.Join(home, ".config.old")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(proj, "cfg", "gh"), 0700); err != nil {
+		t.Fatal(err)
+	}
+	link(filepath.Join(proj, "cfg"), filepath.Join(home, ".config"))
+	check("~/.config a link into the project", true)
+	os.Remove(filepath.Join(home, ".config"))
+	if err := os.Rename(filepath.Join(home, ".config.old"), filepath.Join(home, ".config")); err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(filepath.Join(proj, "cfg"))
+	check("~/.config back", false)
+
+	// Deeper: a link made inside ~/.config.
+	link(proj, filepath.Join(home, ".config", "gh"))
+	check("~/.config/gh a link to the project", true)
 }

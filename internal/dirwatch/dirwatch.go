@@ -1,4 +1,13 @@
-package agent
+// Package dirwatch tells whether directories' entries may have changed
+// since an earlier look, from inotify, without a stat of each entry.
+//
+// There is no goroutine: each question first reads the events already
+// queued, without blocking. The kernel queues an event within the call
+// that made the change, so a change whose call has returned is seen by
+// the next question. A mount over a watched directory makes no event:
+// what is cached through a Watch holds for changes made by calls, not by
+// mounts.
+package dirwatch
 
 import (
 	"sync"
@@ -7,17 +16,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// A dirWatch tells whether a directory's entries may have changed since
-// an earlier look, from inotify, without a stat of each entry: the index
-// of t/ and sk/ is in every system prompt, and the stats (three
-// directories' worth per prompt) were half of what creating a session
-// cost.
-//
-// There is no goroutine: each question first reads the events already
-// queued, without blocking. The kernel queues an event within the call
-// that made the change, so a change whose write or close has returned is
-// seen by the next question.
-type dirWatch struct {
+// A Watch watches directories as they are asked about. Its methods may
+// be called from any goroutine.
+type Watch struct {
 	mu   sync.Mutex
 	fd   int            // the inotify descriptor, non-blocking; -1 once it could not be made
 	wds  map[string]int // watched directory -> its watch
@@ -30,25 +31,31 @@ type dirWatch struct {
 const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MODIFY | unix.IN_ATTRIB | unix.IN_CLOSE_WRITE |
 	unix.IN_MOVED_FROM | unix.IN_MOVED_TO | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_ONLYDIR
 
-func newDirWatch() *dirWatch {
+// New returns a Watch; one that cannot watch (no inotify) answers every
+// question with false.
+func New() *Watch {
 	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err != nil {
 		fd = -1
 	}
-	return &dirWatch{fd: fd, wds: map[string]int{}, gens: map[int]uint64{}}
+	return &Watch{fd: fd, wds: map[string]int{}, gens: map[int]uint64{}}
 }
 
-// generation returns a number that changes whenever an entry of dir is
+// Gen returns a number that changes whenever an entry of dir is
 // created, removed, renamed, written or has its attributes changed, and
 // whenever dir itself is replaced; ok is false where dir cannot be
 // watched, and then nothing can be cached.
-func (w *dirWatch) generation(dir string) (gen uint64, ok bool) {
+func (w *Watch) Gen(dir string) (gen uint64, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.fd < 0 {
 		return 0, false
 	}
 	w.drainLocked()
+	return w.genLocked(dir)
+}
+
+func (w *Watch) genLocked(dir string) (uint64, bool) {
 	wd, known := w.wds[dir]
 	if !known {
 		var err error
@@ -65,7 +72,7 @@ func (w *dirWatch) generation(dir string) (gen uint64, ok bool) {
 // change. A watch whose directory went away is forgotten (its path is
 // watched again at the next question); an overflowed queue counts as a
 // change everywhere.
-func (w *dirWatch) drainLocked() {
+func (w *Watch) drainLocked() {
 	var buf [4096]byte
 	for {
 		n, err := unix.Read(w.fd, buf[:])
@@ -95,7 +102,7 @@ func (w *dirWatch) drainLocked() {
 	}
 }
 
-func (w *dirWatch) forgetLocked(wd int) {
+func (w *Watch) forgetLocked(wd int) {
 	for dir, d := range w.wds {
 		if d == wd {
 			delete(w.wds, dir)
@@ -105,8 +112,46 @@ func (w *dirWatch) forgetLocked(wd int) {
 	unix.InotifyRmWatch(w.fd, uint32(wd))
 }
 
-// close releases the inotify descriptor.
-func (w *dirWatch) close() {
+// Snapshot returns the generation of each of dirs, watching them from
+// now on; ok is false if one of them cannot be watched.
+func (w *Watch) Snapshot(dirs []string) (snap map[string]uint64, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.fd < 0 {
+		return nil, false
+	}
+	w.drainLocked()
+	snap = make(map[string]uint64, len(dirs))
+	for _, d := range dirs {
+		g, ok := w.genLocked(d)
+		if !ok {
+			return nil, false
+		}
+		snap[d] = g
+	}
+	return snap, true
+}
+
+// Unchanged reports whether no directory of snap has changed since
+// Snapshot returned it.
+func (w *Watch) Unchanged(snap map[string]uint64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.fd < 0 || snap == nil {
+		return false
+	}
+	w.drainLocked()
+	for d, g := range snap {
+		wd, ok := w.wds[d]
+		if !ok || w.gens[wd] != g {
+			return false
+		}
+	}
+	return true
+}
+
+// Close releases the inotify descriptor.
+func (w *Watch) Close() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.fd >= 0 {
