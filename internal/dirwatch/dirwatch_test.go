@@ -42,7 +42,7 @@ func TestSnapshotSeesEveryChange(t *testing.T) {
 		{"a file made in the new one", func() error { return os.WriteFile(filepath.Join(a, "h"), nil, 0o600) }},
 	}
 	for _, s := range steps {
-		snap, ok := w.Snapshot([]string{a, b})
+		snap, ok := w.Snapshot([]Entry{{Dir: a}, {Dir: b}})
 		if !ok {
 			t.Fatalf("before %s: cannot watch", s.what)
 		}
@@ -56,7 +56,53 @@ func TestSnapshotSeesEveryChange(t *testing.T) {
 			t.Errorf("%s: not seen", s.what)
 		}
 	}
-	if _, ok := w.Snapshot([]string{filepath.Join(root, "missing")}); ok {
+	if _, ok := w.Snapshot([]Entry{{Dir: filepath.Join(root, "missing")}}); ok {
 		t.Error("a missing directory was watched")
+	}
+}
+
+// TestSnapshotOfNames: a snapshot of names in a directory holds while
+// other names there come and go, and not once one of its own is made,
+// removed or renamed, or the directory moved.
+func TestSnapshotOfNames(t *testing.T) {
+	w := NewEntries()
+	defer w.Close()
+	root := t.TempDir()
+	dir := filepath.Join(root, "d")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	take := func() *Snap {
+		t.Helper()
+		s, ok := w.Snapshot([]Entry{{Dir: dir, Name: "tmp"}, {Dir: root, Name: "d"}})
+		if !ok {
+			t.Fatal("cannot watch")
+		}
+		return s
+	}
+	s := take()
+	for _, f := range []string{"chat", "reply.new"} {
+		os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o600)
+	}
+	os.Rename(filepath.Join(dir, "reply.new"), filepath.Join(dir, "reply"))
+	os.Remove(filepath.Join(dir, "chat"))
+	os.Mkdir(filepath.Join(root, "other"), 0o700)
+	if !w.Unchanged(s) {
+		t.Fatal("other names made, renamed and removed voided the snapshot")
+	}
+	os.Mkdir(filepath.Join(dir, "tmp"), 0o700)
+	if w.Unchanged(s) {
+		t.Error("tmp made: not seen")
+	}
+	s = take()
+	os.Rename(filepath.Join(dir, "tmp"), filepath.Join(dir, "tmp.old"))
+	if w.Unchanged(s) {
+		t.Error("tmp renamed away: not seen")
+	}
+	s = take()
+	os.Rename(dir, filepath.Join(root, "d.old"))
+	os.Mkdir(dir, 0o700)
+	if w.Unchanged(s) {
+		t.Error("the directory replaced: not seen")
 	}
 }

@@ -2,11 +2,14 @@ package sandbox
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	"golang.org/x/sys/unix"
+
+	"ollie.dev/ollie/internal/dirwatch"
 )
 
 // Building a Landlock ruleset opens every path of the policy and adds a
@@ -18,6 +21,14 @@ import (
 // that inode alive), so a ruleset built now from the same paths naming
 // the same inodes would be this one. Any path that now names another
 // file, or exists where it did not, builds a new one.
+//
+// What each path names is known without a stat of each (which cost 0.5
+// to 0.7 ms per call) while inotify reports no entry made, removed or
+// renamed along any of the paths (in some ten directories): then only the
+// paths it cannot vouch for are looked at again, those in /proc, /sys
+// and /dev (whose entries come and go without events) and those that
+// are links. Any event, or a directory above that is a link, and every
+// path is looked at as before.
 
 // maxRulesets bounds the cache: one entry per session in use (its cwd
 // and tmp/ are among the paths), each an open descriptor.
@@ -27,7 +38,15 @@ type cachedRuleset struct {
 	fd    int // owned by the cache
 	flags uint32
 	ids   []fileID // of every path, in rulesetPaths order, taken before the build
+	// snap: the directories above the paths, as inotify saw them before
+	// ids were taken; nil when they cannot vouch for them. recheck: the
+	// paths looked at even so. Both change under the write lock.
+	snap    *dirwatch.Snap
+	recheck []int
 }
+
+// ruleWatch watches the directories above the rulesets' paths.
+var ruleWatch = sync.OnceValue(dirwatch.NewEntries)
 
 // A fileID is what a path names: the device and inode, or nothing.
 type fileID struct {
@@ -56,24 +75,102 @@ func rulesetKey(c landlock.Config, p *Policy) string {
 	return b.String()
 }
 
-// pathIDs stats every path as landlock opens it (following links). ok is
-// false when one cannot be told (an error other than its absence): then
-// the ruleset is built afresh, and the build reports the error.
-func pathIDs(p *Policy) (ids []fileID, ok bool) {
+// allPaths are the paths of p's rules, in rulesetPaths order.
+func allPaths(p *Policy) []string {
+	var all []string
 	for _, l := range rulesetPaths(p) {
-		for _, path := range l {
-			var st unix.Stat_t
-			switch err := unix.Stat(path, &st); err {
-			case nil:
-				ids = append(ids, fileID{dev: st.Dev, ino: st.Ino, exists: true})
-			case unix.ENOENT:
-				ids = append(ids, fileID{})
-			default:
-				return nil, false
-			}
+		all = append(all, l...)
+	}
+	return all
+}
+
+// pseudo says whether path is in /proc, /sys or /dev, whose entries
+// appear and go without inotify events.
+func pseudo(path string) bool {
+	for _, d := range []string{"/proc", "/sys", "/dev"} {
+		if path == d || strings.HasPrefix(path, d+"/") {
+			return true
 		}
 	}
-	return ids, true
+	return false
+}
+
+// pathIDs looks at every path as landlock opens it (following links).
+// recheck are the paths a snapshot cannot vouch for: links and pseudo
+// ones. ok is false when one cannot be told (an error other than its
+// absence): then the ruleset is built afresh, and the build reports the
+// error.
+func pathIDs(paths []string) (ids []fileID, recheck []int, ok bool) {
+	ids = make([]fileID, len(paths))
+	for i, path := range paths {
+		var st unix.Stat_t
+		err := unix.Lstat(path, &st)
+		if err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			recheck = append(recheck, i)
+			err = unix.Stat(path, &st)
+		} else if pseudo(path) {
+			recheck = append(recheck, i)
+		}
+		switch err {
+		case nil:
+			ids[i] = fileID{dev: st.Dev, ino: st.Ino, exists: true}
+		case unix.ENOENT:
+		default:
+			return nil, nil, false
+		}
+	}
+	return ids, recheck, true
+}
+
+// sameAt reports whether the paths at recheck still name what ids say.
+func sameAt(paths []string, ids []fileID, recheck []int) bool {
+	for _, i := range recheck {
+		var st unix.Stat_t
+		id := fileID{}
+		switch err := unix.Stat(paths[i], &st); err {
+		case nil:
+			id = fileID{dev: st.Dev, ino: st.Ino, exists: true}
+		case unix.ENOENT:
+		default:
+			return false
+		}
+		if id != ids[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// along returns every name along the paths that are not pseudo, each in
+// its directory, or false if a directory on the way is reached through a
+// link (a change where the link points would make no event there). Only
+// these names matter: the session's directory, above its tmp/, has other
+// files made and renamed at every turn.
+func along(paths []string) ([]dirwatch.Entry, bool) {
+	seen := map[dirwatch.Entry]bool{}
+	dirs := map[string]bool{}
+	for _, p := range paths {
+		if pseudo(p) {
+			continue
+		}
+		for q := p; q != "/"; q = filepath.Dir(q) {
+			e := dirwatch.Entry{Dir: filepath.Dir(q), Name: filepath.Base(q)}
+			if seen[e] {
+				break
+			}
+			seen[e], dirs[e.Dir] = true, true
+		}
+	}
+	for d := range dirs {
+		if real, err := filepath.EvalSymlinks(d); err != nil || real != d {
+			return nil, false
+		}
+	}
+	ents := make([]dirwatch.Entry, 0, len(seen))
+	for e := range seen {
+		ents = append(ents, e)
+	}
+	return ents, true
 }
 
 func sameIDs(a, b []fileID) bool {
@@ -93,7 +190,27 @@ func sameIDs(a, b []fileID) bool {
 // new one built by build (and cached).
 func reuseRuleset(c landlock.Config, p *Policy, build func() (int, uint32, error)) (int, uint32, error) {
 	key := rulesetKey(c, p)
-	ids, ok := pathIDs(p)
+	paths := allPaths(p)
+	rulesets.mu.RLock()
+	cr := rulesets.m[key]
+	if cr != nil && cr.snap != nil && ruleWatch().Unchanged(cr.snap) && sameAt(paths, cr.ids, cr.recheck) {
+		fd, err := unix.FcntlInt(uintptr(cr.fd), unix.F_DUPFD_CLOEXEC, 0)
+		flags := cr.flags
+		rulesets.mu.RUnlock()
+		if err == nil {
+			return fd, flags, nil
+		}
+	} else {
+		rulesets.mu.RUnlock()
+	}
+	// Every path looked at, after a snapshot of the directories above
+	// them: a change made meanwhile is an event, and the next call looks
+	// at every path again.
+	var snap *dirwatch.Snap
+	if ents, ok := along(paths); ok {
+		snap, _ = ruleWatch().Snapshot(ents)
+	}
+	ids, recheck, ok := pathIDs(paths)
 	if ok {
 		rulesets.mu.RLock()
 		cr := rulesets.m[key]
@@ -102,6 +219,9 @@ func reuseRuleset(c landlock.Config, p *Policy, build func() (int, uint32, error
 			flags := cr.flags
 			rulesets.mu.RUnlock()
 			if err == nil {
+				rulesets.mu.Lock()
+				cr.snap, cr.recheck = snap, recheck
+				rulesets.mu.Unlock()
 				return fd, flags, nil
 			}
 		} else {
@@ -133,7 +253,7 @@ func reuseRuleset(c landlock.Config, p *Policy, build func() (int, uint32, error
 			break
 		}
 	}
-	rulesets.m[key] = &cachedRuleset{fd: own, flags: flags, ids: ids}
+	rulesets.m[key] = &cachedRuleset{fd: own, flags: flags, ids: ids, snap: snap, recheck: recheck}
 	rulesets.mu.Unlock()
 	if drop >= 0 {
 		unix.Close(drop)

@@ -52,6 +52,34 @@ func TestRulesetReusedOnlyForSameFiles(t *testing.T) {
 	if builds != 3 {
 		t.Fatalf("%d builds, want the third reused", builds)
 	}
+	rulesets.mu.RLock()
+	cr := rulesets.m[rulesetKey(landlockConfig(pol), pol)]
+	rulesets.mu.RUnlock()
+	if cr == nil || cr.snap == nil {
+		t.Fatal("no snapshot kept: every reuse stats every path")
+	}
+
+	// A path through a link, to a directory whose own directory is not
+	// watched: replacing the link's target there makes no event where
+	// the watch looks, and must still build anew.
+	other := t.TempDir()
+	target, link := filepath.Join(other, "t"), filepath.Join(root, "link")
+	os.Mkdir(target, 0o700)
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	pol.RODirs = append(pol.RODirs, link)
+	get()
+	get()
+	if builds != 4 {
+		t.Fatalf("%d builds with the link added, want 4", builds)
+	}
+	os.Rename(target, filepath.Join(other, "gone"))
+	os.Mkdir(target, 0o700)
+	get()
+	if builds != 5 {
+		t.Fatalf("%d builds after the link's target was replaced, want 5", builds)
+	}
 }
 
 // The attack: the session directory a stage may write is moved away (to

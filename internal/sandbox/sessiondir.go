@@ -58,19 +58,19 @@ type protected struct {
 	private, secrets []string
 }
 
-// protectedCache keeps the last protected paths resolved, with the
-// generation of every directory the resolution looked in: they are the
-// same for every session of a daemon, and resolving some 30 paths, a
-// component at a time, was a quarter of a session's creation. Any entry
-// created, removed or renamed in one of those directories (a link made
-// where a secret is, a directory moved) makes the next check resolve
+// protectedCache keeps the last protected paths resolved, with what
+// inotify says of every name the resolution looked up: they are the same
+// for every session of a daemon, and resolving some 30 paths, a
+// component at a time, was a quarter of a session's creation. Any of
+// those names made, removed or renamed (a link made where a secret is, a
+// directory moved), or its directory moved, makes the next check resolve
 // them again; a resolution that went through a link is not kept.
 var protectedCache struct {
 	mu   sync.Mutex
 	w    *dirwatch.Watch
 	key  string
 	val  protected
-	snap map[string]uint64 // nil: nothing kept
+	snap *dirwatch.Snap // nil: nothing kept
 }
 
 func protectedFor(home string, private []string) protected {
@@ -79,7 +79,7 @@ func protectedFor(home string, private []string) protected {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.w == nil {
-		c.w = dirwatch.New()
+		c.w = dirwatch.NewEntries()
 	}
 	if c.key == key && c.w.Unchanged(c.snap) {
 		return c.val
@@ -92,12 +92,12 @@ func protectedFor(home string, private []string) protected {
 	if rs.links {
 		return v
 	}
-	snap, ok := c.w.Snapshot(rs.dirs())
+	snap, ok := c.w.Snapshot(rs.entries())
 	if !ok {
 		return v
 	}
 	v2, rs2 := resolveProtected(home, private)
-	if rs2.links || !v.equal(v2) || !slices.Equal(rs.dirs(), rs2.dirs()) {
+	if rs2.links || !v.equal(v2) || !slices.Equal(rs.entries(), rs2.entries()) {
 		c.val = v2
 		return v2
 	}
@@ -129,15 +129,15 @@ func (p protected) equal(q protected) bool {
 // A resolver is resolve for the many paths of one check, which share
 // their leading directories (the home, ~/.config, /etc): each directory is
 // looked at once per check, not once per path under it. It notes the
-// directories it looked in, and whether it followed a link.
+// names it looked up, and whether it followed a link.
 type resolver struct {
 	m      map[string]resolved
-	looked map[string]bool
+	looked map[dirwatch.Entry]bool
 	links  bool
 }
 
 func newResolver() *resolver {
-	return &resolver{m: map[string]resolved{}, looked: map[string]bool{}}
+	return &resolver{m: map[string]resolved{}, looked: map[dirwatch.Entry]bool{}}
 }
 
 type resolved struct {
@@ -145,14 +145,19 @@ type resolved struct {
 	ok   bool // the path exists; else path is the cleaned input
 }
 
-// dirs are the directories r looked in, sorted.
-func (r *resolver) dirs() []string {
-	d := make([]string, 0, len(r.looked))
+// entries are the names r looked up, sorted.
+func (r *resolver) entries() []dirwatch.Entry {
+	e := make([]dirwatch.Entry, 0, len(r.looked))
 	for k := range r.looked {
-		d = append(d, k)
+		e = append(e, k)
 	}
-	slices.Sort(d)
-	return d
+	slices.SortFunc(e, func(a, b dirwatch.Entry) int {
+		if c := strings.Compare(a.Dir, b.Dir); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return e
 }
 
 // path is resolve(p).
@@ -178,7 +183,7 @@ func (r *resolver) resolve(p string) (string, bool) {
 	}
 	v := resolved{path: p}
 	if dir, ok := r.resolve(filepath.Dir(p)); ok {
-		r.looked[dir] = true
+		r.looked[dirwatch.Entry{Dir: dir, Name: filepath.Base(p)}] = true
 		q := filepath.Join(dir, filepath.Base(p))
 		if fi, err := os.Lstat(q); err == nil {
 			v = resolved{path: q, ok: true}
