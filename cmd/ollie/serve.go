@@ -11,6 +11,7 @@ import (
 	"ollie.dev/ollie/internal/agent"
 	"ollie.dev/ollie/internal/config"
 	"ollie.dev/ollie/internal/daemon"
+	"ollie.dev/ollie/internal/execute"
 	"ollie.dev/ollie/internal/mcplive"
 	"ollie.dev/ollie/internal/ninep"
 	"ollie.dev/ollie/internal/redact"
@@ -141,9 +142,14 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	d.BeforeClose(sandbox.Stop)
 	// Threads ready for the default profile's stages, so that the first
 	// one of this daemon does not wait for them.
+	// And the part of the default profile's policy that is the same for
+	// every session (the system carved around secrets, 2 to 3 ms), which
+	// the sandbox then keeps fresh in the background while it is used.
 	var warm []config.Profile
 	if p, err := env.Config.Sandbox.Profile(env.Config.Sandbox.Default); err == nil {
 		warm = append(warm, p)
+		home, _ := os.UserHomeDir() // as agent.FromConfig gives the executor
+		go sandbox.WarmBase(p, home, execute.PrivatePaths(env.Config))
 	}
 	sandbox.Warm(env.Argv0, warm...)
 	trimExecutable()

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -141,7 +142,21 @@ func contains(list []string, s string) bool {
 // resolving dozens of paths for every call would cost more than the rest
 // of a stage's setup, and the top of a file system changes rarely; what
 // appears meanwhile is denied, not allowed.
+//
+// A base in use is made again in the background every baseTTL/2, so that
+// no call waits for it (2 to 3 ms here): a real model's turns are often
+// more than baseTTL apart, and each first stage after such a pause made
+// it. Once a base has not been used for baseKeep, it is dropped.
 const baseTTL = time.Minute
+
+// baseRefresh and baseKeep, in nanoseconds, may be changed by tests.
+var baseRefresh, baseKeep = durationVar(baseTTL / 2), durationVar(10 * time.Minute)
+
+func durationVar(d time.Duration) *atomic.Int64 {
+	v := new(atomic.Int64)
+	v.Store(int64(d))
+	return v
+}
 
 // A base is the part of a policy that depends on the profile and the
 // user but not on the session.
@@ -153,14 +168,22 @@ type base struct {
 }
 
 var bases struct {
-	mu sync.Mutex
-	m  map[string]*base
+	mu   sync.Mutex
+	m    map[string]*base
+	used map[string]time.Time // when each was last asked for
+}
+
+func baseKey(p config.Profile, paths Paths) string {
+	return fmt.Sprintf("%v\x00%v\x00%q\x00%q\x00%q", p.System, p.Home, p.Hide, paths.Home, paths.Private)
 }
 
 func cachedBase(p config.Profile, paths Paths) (*base, error) {
-	key := fmt.Sprintf("%v\x00%v\x00%q\x00%q\x00%q", p.System, p.Home, p.Hide, paths.Home, paths.Private)
+	key := baseKey(p, paths)
 	bases.mu.Lock()
 	b, ok := bases.m[key]
+	if ok {
+		bases.used[key] = time.Now()
+	}
 	bases.mu.Unlock()
 	if ok && time.Since(b.at) < baseTTL {
 		return b, nil
@@ -169,13 +192,52 @@ func cachedBase(p config.Profile, paths Paths) (*base, error) {
 	if err != nil {
 		return nil, err
 	}
-	bases.mu.Lock()
-	if bases.m == nil {
-		bases.m = map[string]*base{}
-	}
-	bases.m[key] = b
-	bases.mu.Unlock()
+	keepBase(key, b, p, paths)
 	return b, nil
+}
+
+// keepBase stores b, and starts its refresher if it is new.
+func keepBase(key string, b *base, p config.Profile, paths Paths) {
+	bases.mu.Lock()
+	defer bases.mu.Unlock()
+	if bases.m == nil {
+		bases.m, bases.used = map[string]*base{}, map[string]time.Time{}
+	}
+	_, known := bases.m[key]
+	bases.m[key], bases.used[key] = b, time.Now()
+	if !known {
+		go refreshBase(key, p, paths)
+	}
+}
+
+// refreshBase makes the base of key again every baseRefresh while it is
+// used, then drops it.
+func refreshBase(key string, p config.Profile, paths Paths) {
+	for {
+		time.Sleep(time.Duration(baseRefresh.Load()))
+		bases.mu.Lock()
+		idle := time.Since(bases.used[key]) > time.Duration(baseKeep.Load())
+		if idle {
+			delete(bases.m, key)
+			delete(bases.used, key)
+		}
+		bases.mu.Unlock()
+		if idle {
+			return
+		}
+		if b, err := newBase(p, paths); err == nil {
+			bases.mu.Lock()
+			bases.m[key] = b
+			bases.mu.Unlock()
+		}
+	}
+}
+
+// WarmBase makes the base of profile p for a user whose home is home,
+// with ollie's own directories private, so that the first stage of the
+// daemon does not wait for it.
+func WarmBase(p config.Profile, home string, private []string) {
+	cachedBase(p, Paths{Home: home, Private: private})
 }
 
 func newBase(p config.Profile, paths Paths) (*base, error) {
