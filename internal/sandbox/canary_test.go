@@ -113,14 +113,7 @@ func canaryDir(t *testing.T) (cwd, tmp, exe string) {
 func runCanary(t *testing.T, tries []try, oneShot bool) {
 	t.Helper()
 	cwd, tmp, exe := canaryDir(t)
-	pol, err := New("workspace", config.BuiltinProfiles()["workspace"], Paths{Cwd: cwd, Tmp: tmp})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pr, err := pol.Prepare(false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pr := prepare(t, config.BuiltinProfiles()["workspace"], Paths{Cwd: cwd, Tmp: tmp})
 	defer pr.Close()
 	args := []string{"canary", canaryCommand}
 	for _, c := range tries {

@@ -30,34 +30,12 @@ func TestForkBombStopsAtLimit(t *testing.T) {
 		}
 	}
 	t.Log(ProcessLimit())
-	cwd, tmp, exe := canaryDir(t)
-	prof := config.BuiltinProfiles()["workspace"]
-	prof.Limits.Procs = 20
-	pol, err := New("workspace", prof, Paths{Cwd: cwd, Tmp: tmp})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pr, err := pol.Prepare(false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cwd, pr, bomb := forkBomb(t)
 	defer pr.Close()
 	for _, oneShot := range []bool{false, true} {
-		out, ws := run(t, pr, Cmd{Path: exe, Args: []string{"canary", canaryCommand, "forks", "500"}, Dir: cwd, OneShot: oneShot})
 		// The children wait to be killed: the stage's Wait killed them
 		// with its cgroup, so none of them is left.
-		var got, errno int
-		if !strings.HasPrefix(out, "TRIED forks\n") {
-			t.Fatalf("oneshot=%v: not tried: %v %q", oneShot, ws, out)
-		}
-		if _, err := fmt.Sscanf(strings.TrimPrefix(out, "TRIED forks\n"), "forked %d %d", &got, &errno); err != nil {
-			t.Fatalf("oneshot=%v: %q: %v", oneShot, out, err)
-		}
-		t.Logf("oneshot=%v: forked %d, then errno %d", oneShot, got, errno)
-		// Go's runtime threads count as well as the children.
-		if got >= 20 || syscall.Errno(errno) != unix.EAGAIN {
-			t.Errorf("oneshot=%v: forked %d children, stopped by errno %d; want fewer than 20, EAGAIN", oneShot, got, errno)
-		}
+		bomb(fmt.Sprintf("oneshot=%v", oneShot), Cmd{OneShot: oneShot})
 	}
 	// The daemon is fine: the next stage runs.
 	out, ws := run(t, pr, Cmd{Path: "/bin/echo", Args: []string{"echo", "fine"}, Dir: cwd})
@@ -79,6 +57,35 @@ func TestForkBombStopsAtLimit(t *testing.T) {
 	}
 }
 
+// forkBomb prepares the workspace profile allowing 20 processes, and
+// returns a bomb that runs the canary's fork bomb as c (its path, argv
+// and directory filled in) and checks that it stopped below 20 with
+// EAGAIN. what names the run in messages.
+func forkBomb(t *testing.T) (cwd string, pr *Prepared, bomb func(what string, c Cmd)) {
+	t.Helper()
+	cwd, tmp, exe := canaryDir(t)
+	prof := config.BuiltinProfiles()["workspace"]
+	prof.Limits.Procs = 20
+	pr = prepare(t, prof, Paths{Cwd: cwd, Tmp: tmp})
+	return cwd, pr, func(what string, c Cmd) {
+		t.Helper()
+		c.Path, c.Args, c.Dir = exe, []string{"canary", canaryCommand, "forks", "500"}, cwd
+		out, ws := run(t, pr, c)
+		var got, errno int
+		if !strings.HasPrefix(out, "TRIED forks\n") {
+			t.Fatalf("%s: not tried: %v %q", what, ws, out)
+		}
+		if _, err := fmt.Sscanf(strings.TrimPrefix(out, "TRIED forks\n"), "forked %d %d", &got, &errno); err != nil {
+			t.Fatalf("%s: %q: %v", what, out, err)
+		}
+		t.Logf("%s: forked %d, then errno %d", what, got, errno)
+		// Go's runtime threads count as well as the children.
+		if got >= 20 || syscall.Errno(errno) != unix.EAGAIN {
+			t.Errorf("%s: forked %d children, stopped by errno %d; want fewer than 20, EAGAIN", what, got, errno)
+		}
+	}
+}
+
 // TestPlacedStageKeepsItsLimit: on a v1 pids hierarchy, the resident
 // helper's ready threads wait in cgroups of their own, so that a program
 // is born in its stage's cgroup instead of being moved there (which
@@ -93,17 +100,7 @@ func TestPlacedStageKeepsItsLimit(t *testing.T) {
 	if err != nil || root.v2 {
 		skipUnlessCI(t, fmt.Sprintf("no v1 pids hierarchy for stage cgroups (%v)", err))
 	}
-	cwd, tmp, exe := canaryDir(t)
-	prof := config.BuiltinProfiles()["workspace"]
-	prof.Limits.Procs = 20
-	pol, err := New("workspace", prof, Paths{Cwd: cwd, Tmp: tmp})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pr, err := pol.Prepare(false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, pr, bomb := forkBomb(t)
 	defer pr.Close()
 	// Threads made ready for this profile's filter, as Warm does at the
 	// daemon's start; wait until they are placed.
@@ -111,7 +108,7 @@ func TestPlacedStageKeepsItsLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.send(request{Warm: true, Spec: spec{Deny: pol.DenyFamilies}}, -1, nil); err != nil {
+	if err := r.send(request{Warm: true, Spec: spec{Deny: pr.Policy.DenyFamilies}}, -1, nil); err != nil {
 		t.Fatal(err)
 	}
 	helper := strconv.Itoa(r.cmd.Process.Pid) + "\n"
@@ -131,7 +128,7 @@ func TestPlacedStageKeepsItsLimit(t *testing.T) {
 	}
 	for i := range 3 {
 		var at string // the program's pids cgroup and its limit, at the gate
-		c := Cmd{Path: exe, Args: []string{"canary", canaryCommand, "forks", "500"}, Dir: cwd,
+		c := Cmd{
 			Admit: func(pid int) {
 				b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
 				for _, l := range strings.Split(string(b), "\n") {
@@ -142,17 +139,9 @@ func TestPlacedStageKeepsItsLimit(t *testing.T) {
 					}
 				}
 			}}
-		out, ws := run(t, pr, c)
+		bomb(fmt.Sprintf("stage %d", i), c)
 		if !strings.HasPrefix(at, placedPrefix) || !strings.HasSuffix(at, " 20") {
 			t.Fatalf("stage %d: at the gate the program was in %q, want a placed cgroup (%s...) with pids.max 20", i, at, placedPrefix)
-		}
-		var got, errno int
-		if _, err := fmt.Sscanf(strings.TrimPrefix(out, "TRIED forks\n"), "forked %d %d", &got, &errno); err != nil || !strings.HasPrefix(out, "TRIED forks\n") {
-			t.Fatalf("stage %d: %v %q: %v", i, ws, out, err)
-		}
-		t.Logf("stage %d in %s: forked %d, then errno %d", i, at, got, errno)
-		if got >= 20 || syscall.Errno(errno) != unix.EAGAIN {
-			t.Errorf("stage %d: forked %d children, stopped by errno %d; want fewer than 20, EAGAIN", i, got, errno)
 		}
 		dir := filepath.Join(root.dir, strings.Fields(at)[0])
 		if b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs")); err == nil && len(b) > 0 {

@@ -75,14 +75,7 @@ func TestKeptNamespaceRechecked(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	pol, err := New("workspace", config.BuiltinProfiles()["workspace"], Paths{Home: home, Cwd: cwd, Tmp: tmp})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pr, err := pol.Prepare(false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pr := prepare(t, config.BuiltinProfiles()["workspace"], Paths{Home: home, Cwd: cwd, Tmp: tmp})
 	defer pr.Close()
 	try := Cmd{Path: "/bin/sh", Args: []string{"sh", "-c", "echo TRIED; touch .git/planted && echo ESCAPED || echo denied"}, Dir: cwd}
 	for i := range 3 {
@@ -131,14 +124,7 @@ func TestNoNamespaceChild(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	pol, err := New("workspace", config.BuiltinProfiles()["workspace"], Paths{Home: home, Cwd: cwd, Tmp: tmp})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pr, err := pol.Prepare(false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pr := prepare(t, config.BuiltinProfiles()["workspace"], Paths{Home: home, Cwd: cwd, Tmp: tmp})
 	defer pr.Close()
 	for _, oneShot := range []bool{false, true} {
 		fmt.Println("TRIED")

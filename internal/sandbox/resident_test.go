@@ -53,6 +53,21 @@ func killResident(t *testing.T) {
 	}
 }
 
+// prepare prepares profile prof, called "workspace", for paths; the
+// caller closes it.
+func prepare(t *testing.T, prof config.Profile, paths Paths) *Prepared {
+	t.Helper()
+	pol, err := New("workspace", prof, paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := pol.Prepare(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pr
+}
+
 // run starts c with the test binary as helper and returns its stdout and
 // wait status.
 func run(t *testing.T, pr *Prepared, c Cmd) (string, syscall.WaitStatus) {
@@ -319,16 +334,9 @@ func TestResidentThreadsStartOneProgram(t *testing.T) {
 		os.MkdirAll(d, 0o755)
 	}
 	os.WriteFile(secret, []byte("s3cret"), 0o644)
-	pol, err := New("workspace", config.BuiltinProfiles()["workspace"], Paths{Cwd: cwd, Tmp: tmp})
-	if err != nil {
-		t.Fatal(err)
-	}
-	strict, err := pol.Prepare(false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	strict := prepare(t, config.BuiltinProfiles()["workspace"], Paths{Cwd: cwd, Tmp: tmp})
 	defer strict.Close()
-	lax := &Prepared{Policy: &Policy{DenyFamilies: pol.DenyFamilies}, Mode: Unsandboxed}
+	lax := &Prepared{Policy: &Policy{DenyFamilies: strict.Policy.DenyFamilies}, Mode: Unsandboxed}
 	for i := range 10 {
 		for _, c := range []struct {
 			pr   *Prepared

@@ -99,14 +99,7 @@ func TestMovedWorkspaceIsNotWritable(t *testing.T) {
 	}
 	run := func(script string) string {
 		t.Helper()
-		pol, err := New("workspace", config.BuiltinProfiles()["workspace"], Paths{Home: home, Cwd: cwd, Tmp: tmp})
-		if err != nil {
-			t.Fatal(err)
-		}
-		pr, err := pol.Prepare(false)
-		if err != nil {
-			t.Fatal(err)
-		}
+		pr := prepare(t, config.BuiltinProfiles()["workspace"], Paths{Home: home, Cwd: cwd, Tmp: tmp})
 		defer pr.Close()
 		out, err := runHelper(t, pr, exe, script)
 		if err != nil {
