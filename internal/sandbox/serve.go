@@ -181,26 +181,36 @@ func (s *server) dispatch(j job) {
 	key := fmt.Sprint(j.req.Spec.Deny)
 	s.mu.Lock()
 	var ready chan job
-	w, known := s.warm[key]
-	if len(w) > 0 {
+	if w := s.warm[key]; len(w) > 0 {
 		ready, s.warm[key] = w[len(w)-1], w[:len(w)-1]
 	}
-	refill := len(s.warm[key])+s.warming[key] < warmPerFilter && (known || len(s.warm) < warmFilters)
-	if refill {
-		if !known {
-			s.warm[key] = nil
-		}
-		s.warming[key]++
-	}
+	refill := s.reserveLocked(key, 1)
 	s.mu.Unlock()
 	if ready != nil {
 		ready <- j
 	} else {
 		go s.cold(j)
 	}
-	if refill {
+	for range refill {
 		go s.ready(j.req.Spec.Deny, key)
 	}
+}
+
+// reserveLocked counts up to n more threads as being made ready for the
+// filter key, within warmPerFilter for it and warmFilters filters in all,
+// and returns how many the caller is to make.
+func (s *server) reserveLocked(key string, n int) int {
+	w, known := s.warm[key]
+	if !known && len(s.warm) >= warmFilters {
+		return 0
+	}
+	n = min(n, warmPerFilter-len(w)-s.warming[key])
+	if n <= 0 {
+		return 0
+	}
+	s.warm[key] = w
+	s.warming[key] += n
+	return n
 }
 
 // prewarm has threads made ready for the filter of deny, up to
@@ -208,16 +218,7 @@ func (s *server) dispatch(j job) {
 func (s *server) prewarm(deny []int) {
 	key := fmt.Sprint(deny)
 	s.mu.Lock()
-	n := warmPerFilter - len(s.warm[key]) - s.warming[key]
-	if _, known := s.warm[key]; !known && len(s.warm) >= warmFilters {
-		n = 0
-	}
-	if n > 0 {
-		if s.warm[key] == nil {
-			s.warm[key] = []chan job{}
-		}
-		s.warming[key] += n
-	}
+	n := s.reserveLocked(key, warmPerFilter)
 	s.mu.Unlock()
 	for range n {
 		go s.ready(deny, key)
