@@ -3,6 +3,7 @@ package sandbox
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -111,30 +112,30 @@ func pathIDs(paths []string) (ids []fileID, recheck []int, ok bool) {
 		} else if pseudo(path) {
 			recheck = append(recheck, i)
 		}
-		switch err {
-		case nil:
-			ids[i] = fileID{dev: st.Dev, ino: st.Ino, exists: true}
-		case unix.ENOENT:
-		default:
+		if ids[i], ok = idOf(&st, err); !ok {
 			return nil, nil, false
 		}
 	}
 	return ids, recheck, true
 }
 
+// idOf is what a stat that filled st and returned err says a path
+// names; ok is false for an error other than its absence.
+func idOf(st *unix.Stat_t, err error) (id fileID, ok bool) {
+	switch err {
+	case nil:
+		return fileID{dev: st.Dev, ino: st.Ino, exists: true}, true
+	case unix.ENOENT:
+		return fileID{}, true
+	}
+	return fileID{}, false
+}
+
 // sameAt reports whether the paths at recheck still name what ids say.
 func sameAt(paths []string, ids []fileID, recheck []int) bool {
 	for _, i := range recheck {
 		var st unix.Stat_t
-		id := fileID{}
-		switch err := unix.Stat(paths[i], &st); err {
-		case nil:
-			id = fileID{dev: st.Dev, ino: st.Ino, exists: true}
-		case unix.ENOENT:
-		default:
-			return false
-		}
-		if id != ids[i] {
+		if id, ok := idOf(&st, unix.Stat(paths[i], &st)); !ok || id != ids[i] {
 			return false
 		}
 	}
@@ -173,16 +174,22 @@ func along(paths []string) ([]dirwatch.Entry, bool) {
 	return ents, true
 }
 
-func sameIDs(a, b []fileID) bool {
-	if len(a) != len(b) {
-		return false
+// cached returns a duplicate of the cached ruleset of key, the caller's
+// to close, and the entry it came from, if still says the entry holds;
+// fd -1 if not. The lookup and the dup happen under the read lock, so
+// that the entry's descriptor is not closed in between.
+func cached(key string, still func(*cachedRuleset) bool) (fd int, flags uint32, cr *cachedRuleset) {
+	rulesets.mu.RLock()
+	defer rulesets.mu.RUnlock()
+	cr = rulesets.m[key]
+	if cr == nil || !still(cr) {
+		return -1, 0, nil
 	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
+	fd, err := unix.FcntlInt(uintptr(cr.fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return -1, 0, nil
 	}
-	return true
+	return fd, cr.flags, cr
 }
 
 // reuseRuleset returns a ruleset for p under c, the caller's to close: a
@@ -191,17 +198,10 @@ func sameIDs(a, b []fileID) bool {
 func reuseRuleset(c landlock.Config, p *Policy, build func() (int, uint32, error)) (int, uint32, error) {
 	key := rulesetKey(c, p)
 	paths := allPaths(p)
-	rulesets.mu.RLock()
-	cr := rulesets.m[key]
-	if cr != nil && cr.snap != nil && ruleWatch().Unchanged(cr.snap) && sameAt(paths, cr.ids, cr.recheck) {
-		fd, err := unix.FcntlInt(uintptr(cr.fd), unix.F_DUPFD_CLOEXEC, 0)
-		flags := cr.flags
-		rulesets.mu.RUnlock()
-		if err == nil {
-			return fd, flags, nil
-		}
-	} else {
-		rulesets.mu.RUnlock()
+	if fd, flags, _ := cached(key, func(cr *cachedRuleset) bool {
+		return cr.snap != nil && ruleWatch().Unchanged(cr.snap) && sameAt(paths, cr.ids, cr.recheck)
+	}); fd >= 0 {
+		return fd, flags, nil
 	}
 	// Every path looked at, after a snapshot of the directories above
 	// them: a change made meanwhile is an event, and the next call looks
@@ -212,20 +212,11 @@ func reuseRuleset(c landlock.Config, p *Policy, build func() (int, uint32, error
 	}
 	ids, recheck, ok := pathIDs(paths)
 	if ok {
-		rulesets.mu.RLock()
-		cr := rulesets.m[key]
-		if cr != nil && sameIDs(cr.ids, ids) {
-			fd, err := unix.FcntlInt(uintptr(cr.fd), unix.F_DUPFD_CLOEXEC, 0)
-			flags := cr.flags
-			rulesets.mu.RUnlock()
-			if err == nil {
-				rulesets.mu.Lock()
-				cr.snap, cr.recheck = snap, recheck
-				rulesets.mu.Unlock()
-				return fd, flags, nil
-			}
-		} else {
-			rulesets.mu.RUnlock()
+		if fd, flags, cr := cached(key, func(cr *cachedRuleset) bool { return slices.Equal(cr.ids, ids) }); fd >= 0 {
+			rulesets.mu.Lock()
+			cr.snap, cr.recheck = snap, recheck
+			rulesets.mu.Unlock()
+			return fd, flags, nil
 		}
 	}
 	fd, flags, err := build()
