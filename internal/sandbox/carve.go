@@ -241,13 +241,10 @@ func WarmBase(p config.Profile, home string, private []string) {
 }
 
 func newBase(p config.Profile, paths Paths) (*base, error) {
-	b := &base{at: time.Now()}
-	for _, s := range secretPaths(paths.Home) {
-		b.secrets = append(b.secrets, resolve(s))
-	}
-	for _, s := range paths.Private {
-		b.private = append(b.private, resolve(s))
-	}
+	// The same real paths the check of a session's directory uses, from
+	// its cache (sessiondir.go).
+	pr := protectedFor(paths.Home, paths.Private)
+	b := &base{at: time.Now(), secrets: pr.secrets, private: pr.private}
 	hidden := hiddenPaths(p, paths)
 	var roots []string
 	if p.System {
