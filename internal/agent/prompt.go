@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -92,17 +93,11 @@ func (r *Runner) readConfig(dir, name string) string {
 		return ""
 	}
 	path := filepath.Join(r.o.Config.ConfigDir, dir)
-	// The generation is taken before the directory is read: a change
-	// made while it is read gives the next call another one.
-	var fp string
-	gen, watched := r.watch.Gen(path)
-	if !watched {
-		fp = fingerprint(path)
-	}
+	stamp := r.stamp(path)
 	r.mu.Lock()
 	c, ok := r.idx[dir]
 	r.mu.Unlock()
-	if ok && (watched && c.watched && c.gen == gen || !watched && !c.watched && c.fp == fp && fp != "") {
+	if ok && stamp != "" && c.stamp == stamp {
 		return c.text
 	}
 	root, err := os.OpenRoot(path)
@@ -117,15 +112,22 @@ func (r *Runner) readConfig(dir, name string) string {
 		text = string(index.Skills(root))
 	}
 	r.mu.Lock()
-	r.idx[dir] = cachedIdx{fp: fp, gen: gen, watched: watched, text: text}
+	r.idx[dir] = cachedIdx{stamp: stamp, text: text}
 	r.mu.Unlock()
 	return text
 }
 
-type cachedIdx struct {
-	fp, text string
-	gen      uint64
-	watched  bool
+type cachedIdx struct{ stamp, text string }
+
+// stamp names the state of dir's entries: inotify's generation of it, or
+// where it cannot be watched its fingerprint; "" when neither can be
+// told. It is taken before the directory is read: a change made while it
+// is read gives the next call another stamp.
+func (r *Runner) stamp(dir string) string {
+	if gen, ok := r.watch.Gen(dir); ok {
+		return "\x00" + strconv.FormatUint(gen, 10) // no fingerprint starts with NUL
+	}
+	return fingerprint(dir)
 }
 
 // fingerprint names, sizes and mtimes of the entries of dir.

@@ -48,9 +48,8 @@ func TestToolIndexFollowsTheDirectory(t *testing.T) {
 	want("added", []string{"alpha: first AAAA"})
 
 	// Cached: nothing changed, so the same text without reading t/.
-	gen, _ := r.watch.Gen(dir)
 	r.mu.Lock()
-	r.idx["t"] = cachedIdx{gen: gen, watched: true, text: "cached\n"}
+	r.idx["t"] = cachedIdx{stamp: r.stamp(dir), text: "cached\n"}
 	r.mu.Unlock()
 	want("unchanged", []string{"cached"})
 

@@ -179,8 +179,6 @@ func viewUsage(render func(session.Usage) []byte) func(d *sessionDir) ([]byte, b
 	}
 }
 
-// statDisk gives st the length and mtime of a file the session keeps on
-// disk, and a version that moves with them.
 // statSystemPrompt gives the size and version of the system prompt in
 // memory, or of the file when there is none.
 func statSystemPrompt(s *session.Session, st *plan9.Dir) {
@@ -194,6 +192,8 @@ func statSystemPrompt(s *session.Session, st *plan9.Dir) {
 	st.Atime = st.Mtime
 }
 
+// statDisk gives st the length and mtime of a file the session keeps on
+// disk, and a version that moves with them.
 func statDisk(path string, st *plan9.Dir) {
 	fi, err := os.Stat(path)
 	if err != nil {

@@ -59,6 +59,18 @@ func openManager(t *testing.T, dir string, r session.Runner) *session.Manager {
 	return m
 }
 
+// reload opens the sessions in dir anew, as a restarted daemon does, and
+// returns its runner and the session id, as loaded.
+func reload(t *testing.T, dir, id string) (*testutil.EchoRunner, *session.Session) {
+	t.Helper()
+	r := newRunner()
+	s, ok := openManager(t, dir, r).Get(id)
+	if !ok {
+		t.Fatal("the session did not load")
+	}
+	return r, s
+}
+
 func newIn(t *testing.T, m *session.Manager) *session.Session {
 	t.Helper()
 	s, err := m.New(session.Spec{Cwd: t.TempDir()})
@@ -142,12 +154,7 @@ func TestQueuedPromptLeavesQueueAfterItBegins(t *testing.T) {
 	}
 	fmt.Fprintf(f, `{"seq":999,"time":"2026-12-07T00:00:00Z","type":"turn_start","data":{"compact":false,"queued":5,"resume":false}}`+"\n")
 	f.Close()
-	r2 := newRunner()
-	m2 := openManager(t, dir, r2)
-	s2, ok := m2.Get(s.ID())
-	if !ok {
-		t.Fatal("the session did not load")
-	}
+	_, s2 := reload(t, dir, s.ID())
 	if q := s2.Queue(); fmt.Sprint(q) != "[q5]" {
 		t.Fatalf("queue after the load %q, want [q5]", q)
 	}
@@ -313,12 +320,7 @@ func TestQueueSurvivesRestart(t *testing.T) {
 	dir, _, m, s := queuedBehindABlock(t)
 	m.Close() // stops the turn; the queue stays on disk
 
-	r2 := newRunner()
-	m2 := openManager(t, dir, r2)
-	s2, ok := m2.Get(s.ID())
-	if !ok {
-		t.Fatal("the session did not load")
-	}
+	r2, s2 := reload(t, dir, s.ID())
 	if q := s2.Queue(); fmt.Sprint(q) != "[q1 q2]" {
 		t.Fatalf("queue after restart %q", q)
 	}

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -197,7 +196,7 @@ func (t *Turn) SetSystemPrompt(text string) error {
 	if s.systemSet && s.system == text && s.systemOnDisk {
 		return nil
 	}
-	p := filepath.Join(s.dir, "systemprompt")
+	p := s.SystemPromptPath()
 	if !s.systemOnDisk {
 		if old, err := os.ReadFile(p); err == nil && string(old) == text {
 			s.setSystemLocked(text)
@@ -222,20 +221,22 @@ func (s *Session) SetSystemPrompt(text string) error {
 	text = s.m.o.Redact.String(text)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.systemSet || s.system != text {
-		s.setSystemLocked(text)
+	if s.setSystemLocked(text) {
 		s.systemOnDisk = false
 	}
 	return nil
 }
 
-func (s *Session) setSystemLocked(text string) {
+// setSystemLocked makes text the system prompt and says whether that
+// changed it.
+func (s *Session) setSystemLocked(text string) (changed bool) {
 	if s.systemSet && s.system == text {
-		return
+		return false
 	}
 	s.system, s.systemSet = text, true
 	s.systemVers++
 	s.systemTime = time.Now()
+	return true
 }
 
 // SystemPrompt is what the next turn will send, as last rendered, or
@@ -247,7 +248,7 @@ func (s *Session) SystemPrompt() []byte {
 	if ok {
 		return []byte(text)
 	}
-	return readOrEmpty(filepath.Join(s.dir, "systemprompt"))
+	return readOrEmpty(s.SystemPromptPath())
 }
 
 // SystemPromptStat describes SystemPrompt for stat: its size, a version
