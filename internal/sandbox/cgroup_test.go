@@ -100,7 +100,7 @@ func TestPlacedStageKeepsItsLimit(t *testing.T) {
 	if err != nil || root.v2 {
 		skipUnlessCI(t, fmt.Sprintf("no v1 pids hierarchy for stage cgroups (%v)", err))
 	}
-	_, pr, bomb := forkBomb(t)
+	cwd, pr, bomb := forkBomb(t)
 	defer pr.Close()
 	// Threads made ready for this profile's filter, as Warm does at the
 	// daemon's start; wait until they are placed.
@@ -126,20 +126,21 @@ func TestPlacedStageKeepsItsLimit(t *testing.T) {
 			}
 		}
 	}
+	// at is the program's pids cgroup and its limit, at the gate.
+	var at string
+	placedAt := func(pid int) {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+		for _, l := range strings.Split(string(b), "\n") {
+			if f := strings.SplitN(l, ":", 3); len(f) == 3 && f[1] == "pids" {
+				dir := filepath.Join("/sys/fs/cgroup/pids", f[2])
+				max, _ := os.ReadFile(filepath.Join(dir, "pids.max"))
+				at = filepath.Base(dir) + " " + strings.TrimSpace(string(max))
+			}
+		}
+	}
 	for i := range 3 {
-		var at string // the program's pids cgroup and its limit, at the gate
-		c := Cmd{
-			Admit: func(pid int) {
-				b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
-				for _, l := range strings.Split(string(b), "\n") {
-					if f := strings.SplitN(l, ":", 3); len(f) == 3 && f[1] == "pids" {
-						dir := filepath.Join("/sys/fs/cgroup/pids", f[2])
-						max, _ := os.ReadFile(filepath.Join(dir, "pids.max"))
-						at = filepath.Base(dir) + " " + strings.TrimSpace(string(max))
-					}
-				}
-			}}
-		bomb(fmt.Sprintf("stage %d", i), c)
+		at = ""
+		bomb(fmt.Sprintf("stage %d", i), Cmd{Admit: placedAt})
 		if !strings.HasPrefix(at, placedPrefix) || !strings.HasSuffix(at, " 20") {
 			t.Fatalf("stage %d: at the gate the program was in %q, want a placed cgroup (%s...) with pids.max 20", i, at, placedPrefix)
 		}
@@ -147,6 +148,30 @@ func TestPlacedStageKeepsItsLimit(t *testing.T) {
 		if b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs")); err == nil && len(b) > 0 {
 			t.Errorf("stage %d: its cgroup still holds %q after it was reaped", i, b)
 		}
+	}
+
+	// The attack: a placed stage, sharing its cgroup with the helper's
+	// thread for a moment, tries to leave it (for any other stage
+	// cgroup, the daemon's directory of them, or the root) or to lift
+	// the limits. It cannot read /proc/self, so it tries them all. Every
+	// write must fail.
+	at = ""
+	escape := `echo TRIED
+for f in "$1"/*/cgroup.procs "$1"/*/tasks "$1/cgroup.procs" "$1/../cgroup.procs" "$1/../tasks"; do
+	(echo $$ > "$f") 2>/dev/null && echo "ESCAPED into $f"
+done
+for f in "$1"/*/pids.max "$1/pids.max"; do
+	(echo max > "$f") 2>/dev/null && echo "ESCAPED: $f raised"
+done
+(mkdir "$1/mine") 2>/dev/null && echo "ESCAPED: made $1/mine"
+echo done`
+	out, ws := run(t, pr, Cmd{Path: "/bin/sh", Args: []string{"sh", "-c", escape, "sh", root.dir}, Dir: cwd, Admit: placedAt})
+	t.Logf("stage in %s: %v %q", at, ws, out)
+	if !strings.HasPrefix(at, placedPrefix) {
+		t.Errorf("the attacking stage was not placed: %q", at)
+	}
+	if !strings.HasPrefix(out, "TRIED\n") || !strings.HasSuffix(out, "done\n") || strings.Contains(out, "ESCAPED") {
+		t.Errorf("a placed stage's attack on the cgroups: %q", out)
 	}
 }
 
