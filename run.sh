@@ -25,8 +25,10 @@ fi
 
 bindir=${OLLIE_BIN:-$HOME/.local/bin}
 mkdir -p "$bindir"
-go build -o "$bindir/ollie" ./cmd/ollie
-echo "built $bindir/ollie"
+# ollie, and next to it the sandbox helper that confines every stage
+# (docs/execute.md): the daemon refuses a helper of another build.
+go build -o "$bindir/" ./cmd/ollie ./cmd/ollie-sandbox
+echo "built $bindir/ollie and $bindir/ollie-sandbox"
 "$bindir/ollie" stop >/dev/null
 "$bindir/ollie" start ${nomount:-}
 case ":$PATH:" in

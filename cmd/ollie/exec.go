@@ -78,7 +78,7 @@ func runExec(ctx context.Context, env *Env, args []string) error {
 		spec.Consent = &execute.DirConsent{Dir: f.ask, Timeout: time.Duration(sb.ConsentTimeout) * time.Second}
 	}
 	ex, err := execute.New(execute.Options{
-		Helper:  env.Argv0,
+		Exe:     env.Argv0,
 		Sandbox: sb,
 		Home:    os.Getenv("HOME"),
 		Private: execute.PrivatePaths(c),

@@ -22,7 +22,7 @@ func mcpBenchOptions(tb testing.TB) mcpbridge.BenchOptions {
 	ws.Read = append(ws.Read, mcptest.Dir()) // the npm packages, under $HOME
 	sb.Profiles["workspace"] = ws
 	dir, _ := filepath.EvalSymlinks(tb.TempDir())
-	ex, err := execute.New(execute.Options{Helper: os.Args[0], Sandbox: sb, Home: os.Getenv("HOME"), Environ: os.Environ()})
+	ex, err := execute.New(execute.Options{Exe: os.Args[0], Sandbox: sb, Home: os.Getenv("HOME"), Environ: os.Environ()})
 	if err != nil {
 		tb.Fatal(err)
 	}

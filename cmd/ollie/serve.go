@@ -16,6 +16,7 @@ import (
 	"ollie.dev/ollie/internal/ninep"
 	"ollie.dev/ollie/internal/redact"
 	"ollie.dev/ollie/internal/sandbox"
+	"ollie.dev/ollie/internal/trim"
 )
 
 // serverFlags are the flags serve and start share; they override the
@@ -151,8 +152,13 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		home, _ := os.UserHomeDir() // as agent.FromConfig gives the executor
 		go sandbox.WarmBase(p, home, execute.PrivatePaths(env.Config))
 	}
-	sandbox.Warm(env.Argv0, warm...)
-	trimExecutable()
+	helper := sandbox.HelperFor(env.Argv0)
+	if helper == env.Argv0 {
+		logger.Printf("no %s beside %s: ollie is its own sandbox helper, which takes more memory and time to start",
+			sandbox.HelperName, env.Argv0)
+	}
+	sandbox.Warm(helper, logger.Printf, warm...)
+	trim.Executable()
 	err = d.Run(ctx)
 	logger.Printf("stopped")
 	return err

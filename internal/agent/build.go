@@ -26,7 +26,7 @@ func FromConfig(cfg *config.Config, exe, mount string, logf func(string, ...any)
 	}
 	home, _ := os.UserHomeDir()
 	ex, err := execute.New(execute.Options{
-		Helper: exe, Sandbox: cfg.Sandbox, Home: home,
+		Exe: exe, Sandbox: cfg.Sandbox, Home: home,
 		Private: execute.PrivatePaths(cfg), Environ: os.Environ(), Ports: execute.StagePorts(cfg),
 	})
 	if err != nil {

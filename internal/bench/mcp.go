@@ -41,7 +41,7 @@ func (r *run) groupMCP() error {
 			return err
 		}
 	}
-	ex, err := execute.New(execute.Options{Helper: r.o.Exe, Sandbox: sb, Home: home, Environ: append(os.Environ(), r.o.Env...)})
+	ex, err := execute.New(execute.Options{Exe: r.o.Exe, Sandbox: sb, Home: home, Environ: append(os.Environ(), r.o.Env...)})
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,7 @@
 // once per tool call:
 //
 //	ex, err := execute.New(execute.Options{
-//		Helper:  exe, // os.Executable(): ollie re-executes itself as the sandbox helper
+//		Exe:     exe, // os.Executable(); the sandbox helper is ollie-sandbox beside it
 //		Sandbox: cfg.Sandbox,
 //		Home:    home,
 //		Private: execute.PrivatePaths(cfg),
@@ -33,8 +33,9 @@ import (
 
 // Options configure an Executor from the daemon's configuration.
 type Options struct {
-	// Helper is the ollie executable, re-executed as the sandbox helper.
-	Helper string
+	// Exe is the ollie executable: stages may run it (OLLIE_BIN), and
+	// StartOllie does. The sandbox helper is sandbox.HelperFor(Exe).
+	Exe string
 	// Sandbox holds the profiles, timeouts and limits.
 	Sandbox config.Sandbox
 	// Ports are kept from every stage whatever its profile: the daemon
@@ -76,19 +77,20 @@ type Spec struct {
 // Executor runs calls. It is safe for concurrent use.
 type Executor struct {
 	o           Options
+	helper      string
 	base        []string
 	preapproved []Stage
 }
 
 // New checks o and returns an Executor.
 func New(o Options) (*Executor, error) {
-	if o.Helper == "" {
-		return nil, errs.E(errs.Invalid, "execute: no helper executable")
+	if o.Exe == "" {
+		return nil, errs.E(errs.Invalid, "execute: no ollie executable")
 	}
 	if o.Sandbox.Profiles == nil {
 		o.Sandbox = config.DefaultSandbox()
 	}
-	e := &Executor{o: o, base: sandbox.BaseEnv(o.Environ)}
+	e := &Executor{o: o, helper: sandbox.HelperFor(o.Exe), base: sandbox.BaseEnv(o.Environ)}
 	for i, raw := range o.Sandbox.Preapproved {
 		st, err := parseStage(raw)
 		if err != nil {
@@ -161,7 +163,7 @@ func (e *Executor) policy(spec Spec) (*sandbox.Policy, error) {
 	// The ollie binary itself may be read and run by stages, so tools can
 	// use its client verbs (t/mcp runs `$OLLIE_BIN mcp ...`); it holds no
 	// secret, and what it can do confined is what the stage can.
-	prof.Read = append(append(append([]string(nil), prof.Read...), spec.Read...), e.o.Helper)
+	prof.Read = append(append(append([]string(nil), prof.Read...), spec.Read...), e.o.Exe)
 	prof.Write = append(append([]string(nil), prof.Write...), spec.Write...)
 	pol, err := sandbox.New(policyName(spec.Policy, e.o.Sandbox), prof, sandbox.Paths{
 		Home: e.o.Home, Cwd: spec.Cwd, Tmp: spec.Tmp, Tools: spec.Tools, Private: e.o.Private,
@@ -191,7 +193,7 @@ func (e *Executor) env(spec Spec, pol *sandbox.Policy) []string {
 		"TMPDIR=" + spec.Tmp,
 		"PWD=" + spec.Cwd,
 		"OLLIE_SANDBOX=" + pol.Name,
-		"OLLIE_BIN=" + e.o.Helper,
+		"OLLIE_BIN=" + e.o.Exe,
 	}, spec.Env...)...)
 }
 

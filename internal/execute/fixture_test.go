@@ -107,7 +107,7 @@ func (f *fixture) executor() *Executor {
 		f.t.Fatal(err)
 	}
 	ex, err := New(Options{
-		Helper: exe, Sandbox: f.sb, Home: f.home, Environ: f.environ, OneShot: *oneShot, Ports: f.ports,
+		Exe: exe, Sandbox: f.sb, Home: f.home, Environ: f.environ, OneShot: *oneShot, Ports: f.ports,
 		Private: []string{f.cfgDir, f.dataDir, f.stateDir, f.runtimeDir},
 	})
 	if err != nil {

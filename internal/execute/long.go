@@ -45,7 +45,7 @@ func (e *Executor) StartOllie(spec Spec, args []string, stdout, stderr *os.File)
 	defer prep.Close()
 	l := &Long{done: make(chan struct{}), forget: func() {}}
 	p, err := prep.Start(sandbox.Cmd{
-		Helper: e.o.Helper, Path: e.o.Helper, Args: append([]string{e.o.Helper}, args...),
+		Helper: e.helper, Path: e.o.Exe, Args: append([]string{e.o.Exe}, args...),
 		Env: e.env(spec, pol), Dir: spec.Cwd, OneShot: e.o.OneShot, Stdout: stdout, Stderr: stderr,
 		Admit: func(pgid int) { l.forget = who.Stages.Add(pgid, spec.Session) },
 	})

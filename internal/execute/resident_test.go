@@ -12,11 +12,12 @@ import (
 	"time"
 
 	"ollie.dev/ollie/internal/config"
+	"ollie.dev/ollie/internal/sandbox"
 )
 
 // residentHelper returns the pid of the resident sandbox helper, the
 // child of this process (standing in for the daemon) that runs `ollie
-// sandbox-exec -serve`, running a stage first so that there is one.
+// sandbox-exec -build=B -serve`, running a stage first so that there is one.
 func (f *fixture) residentHelper() int {
 	f.t.Helper()
 	if *oneShot {
@@ -28,7 +29,8 @@ func (f *fixture) residentHelper() int {
 		b, _ := os.ReadFile(file)
 		for _, pid := range strings.Fields(string(b)) {
 			cmd, _ := os.ReadFile("/proc/" + pid + "/cmdline")
-			if bytes.HasPrefix(cmd, []byte("ollie\x00sandbox-exec\x00-serve\x00")) {
+			args := bytes.Split(cmd, []byte{0})
+			if len(args) > 3 && string(args[1]) == sandbox.HelperCommand && string(args[3]) == "-serve" {
 				n, _ := strconv.Atoi(pid)
 				return n
 			}

@@ -109,7 +109,7 @@ func (r *run) start(j *job, stdin *spool) (*proc, error) {
 	}
 	forget := func() {}
 	cmd := sandbox.Cmd{
-		Helper: r.e.o.Helper, Path: j.path, Args: j.argv, Env: r.env, Dir: r.spec.Cwd,
+		Helper: r.e.helper, Path: j.path, Args: j.argv, Env: r.env, Dir: r.spec.Cwd,
 		Script: script, Elevated: j.stage.Elevated, OneShot: r.e.o.OneShot,
 		Stdin: stdin.Reader(), Stdout: outW, Stderr: errW,
 	}

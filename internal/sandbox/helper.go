@@ -17,7 +17,8 @@ import (
 	"ollie.dev/ollie/internal/errs"
 )
 
-// HelperCommand is the hidden ollie command that runs HelperMain.
+// HelperCommand is the first argument of the helper, ollie-sandbox or
+// ollie, that makes it run HelperMain.
 const HelperCommand = "sandbox-exec"
 
 // serveFlag, as the helper's only argument, makes it the resident
@@ -55,7 +56,7 @@ type spec struct {
 
 // Cmd is one program to start under a prepared policy.
 type Cmd struct {
-	Helper   string   // the ollie executable, re-executed as the helper
+	Helper   string   // the helper: ollie-sandbox, or ollie (HelperFor)
 	Path     string   // absolute path of the program
 	Args     []string // its argv, Args[0] included
 	Env      []string
@@ -109,7 +110,7 @@ func (pr *Prepared) Start(c Cmd) (*Proc, error) {
 // because the resident one could not take them.
 var fallbacks atomic.Int64
 
-// startOneShot starts c through `ollie sandbox-exec -- SPEC PATH ARGV...`.
+// startOneShot starts c through `ollie-sandbox sandbox-exec -build=B -- SPEC PATH ARGV...`.
 func startOneShot(c Cmd, s spec, ruleset *os.File) (*Proc, error) {
 	cg, err := newStageCgroup(s.Limits.Procs, s.Guard)
 	if err != nil {
@@ -135,7 +136,7 @@ func startHelper(c Cmd, s spec, ruleset *os.File, cg *stageCgroup) (*Proc, error
 		return nil, err
 	}
 	defer statusR.Close()
-	args := append([]string{HelperCommand, "--", string(js), c.Path}, c.Args...)
+	args := append([]string{HelperCommand, buildFlag + Build(), "--", string(js), c.Path}, c.Args...)
 	cmd := exec.Command(c.Helper, args...)
 	cmd.Args[0] = "ollie"
 	cmd.Env, cmd.Dir = c.Env, c.Dir
@@ -188,26 +189,57 @@ func helperError(msg string) error {
 // execError is how both helpers describe a failed exec.
 func execError(path string, err error) error { return fmt.Errorf("exec %s: %v", path, err) }
 
+// The helper runs on the process's main thread, whoever calls
+// HelperMain (ollie-sandbox's main, ollie's or a test's TestMain): the
+// resident helper confines threads for programs and ends them by
+// returning from their goroutines locked, and Go cannot end the main
+// thread so, only wedge it, still confined, its seccomp listener never
+// hanging up. Locking the main goroutine in an init, which Go runs on the
+// main thread, keeps it there: the goroutines that end confined then
+// never run on it.
+func init() {
+	if len(os.Args) > 1 && os.Args[1] == HelperCommand {
+		runtime.LockOSThread()
+	}
+}
+
+// Resident says whether the arguments of HelperMain make the resident
+// helper, a process that lives as long as the daemon.
+func Resident(args []string) bool {
+	args, _ = checkBuild(args)
+	return len(args) > 0 && args[0] == serveFlag
+}
+
 // HelperMain is the helper. With the arguments `-- SPEC PATH ARGV...` it
 // confines its own process and execs the program; it returns only on
 // failure, with an exit status, the reason going to the daemon through
 // the status descriptor. With `-serve` it is the resident helper, which
 // returns when the daemon closes its socket.
 func HelperMain(args []string) int {
+	args, refuse := checkBuild(args)
 	if len(args) >= 1 && args[0] == serveFlag {
-		return serve(args[1:])
+		return serve(args[1:], refuse)
 	}
 	if len(args) > 0 && args[0] == "--" {
 		args = args[1:]
 	}
+	// The status pipe, when the daemon passed one. Go's runtime may hold
+	// descriptors of its own from start (it keeps the cgroup's CPU limit
+	// open), so an open descriptor 4 is not enough: it must be a pipe's
+	// writing end.
 	var report io.Writer = os.Stderr
-	if _, err := unix.FcntlInt(statusFD, unix.F_GETFD, 0); err == nil {
+	var st unix.Stat_t
+	if fl, err := unix.FcntlInt(statusFD, unix.F_GETFL, 0); err == nil && fl&unix.O_ACCMODE == unix.O_WRONLY &&
+		unix.Fstat(statusFD, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFIFO {
 		report = os.NewFile(statusFD, "status")
 		syscall.CloseOnExec(statusFD)
 	}
 	fail := func(code int, err error) int {
 		fmt.Fprintf(report, "%v", err)
 		return code
+	}
+	if refuse != nil {
+		return fail(125, refuse)
 	}
 	if len(args) < 3 {
 		return fail(125, fmt.Errorf("usage: ollie %s -- SPEC PATH ARGV0 [ARG...]", HelperCommand))

@@ -79,7 +79,7 @@ func residentFor(helper string) (*resident, error) {
 	return r, nil
 }
 
-// launch starts `ollie sandbox-exec -serve` and waits until it is ready.
+// launch starts `ollie-sandbox sandbox-exec -build=B -serve` and waits until it is ready.
 func launch(helper string) (*resident, error) {
 	if err := notifySizes(); err != nil {
 		return nil, err
@@ -131,7 +131,7 @@ func launch(helper string) (*resident, error) {
 // serveCmd is the command of the resident helper, its end of the socket
 // being theirs; userns starts it in a user namespace of its own.
 func serveCmd(helper string, theirs *os.File, userns bool) *exec.Cmd {
-	cmd := exec.Command(helper, HelperCommand, serveFlag)
+	cmd := exec.Command(helper, HelperCommand, buildFlag+Build(), serveFlag)
 	// The stages' cgroups, which it empties when the daemon dies, and
 	// where its ready threads wait on a v1 hierarchy (serve.go).
 	if r, err := stageCgroups(); err == nil {
@@ -457,12 +457,13 @@ func orDevNull(f *os.File) *os.File {
 // Warm starts, in the background, what the first sandboxed program of
 // the daemon would otherwise wait for: the probe of the kernel's Landlock
 // ABI, the stages' cgroups and the resident helper of executable helper.
-// The daemon calls it once it serves; a helper that fails to start here
-// fails as it would at first use.
+// The daemon calls it once it serves. A helper that fails to start here
+// is reported through logf (an ollie-sandbox of another build, say, which
+// refuses to run anything), and fails again at first use.
 //
 // The helper also makes threads ready for the seccomp filter of each of
 // profiles, so that the first stage of each finds one waiting.
-func Warm(helper string, profiles ...config.Profile) {
+func Warm(helper string, logf func(string, ...any), profiles ...config.Profile) {
 	go func() {
 		if ABI() <= 0 {
 			return
@@ -470,6 +471,7 @@ func Warm(helper string, profiles ...config.Profile) {
 		stageCgroups()
 		r, err := residentFor(helper)
 		if err != nil {
+			logf("%v", err)
 			return
 		}
 		for _, p := range profiles {

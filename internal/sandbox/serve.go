@@ -1,6 +1,6 @@
 package sandbox
 
-// The resident helper: `ollie sandbox-exec -serve`, one process the
+// The resident helper: `ollie-sandbox sandbox-exec -serve`, one process the
 // daemon starts once and keeps, which starts every sandboxed program.
 //
 // Each program is forked from an OS thread of its own, confined for it
@@ -110,7 +110,7 @@ type job struct {
 // gone, whatever is left in them is killed, so that no stage outlives
 // it (a stage is the daemon's child, and a process cannot ask to die
 // with its parent once it is the child of another process's thread).
-func serve(args []string) int {
+func serve(args []string, refuse error) int {
 	var cgroups []string
 	s := &server{warm: map[string][]chan job{}, warming: map[string]int{}}
 	for _, a := range args {
@@ -129,8 +129,11 @@ func serve(args []string) int {
 	// Neither a core file nor ptrace (short of CAP_SYS_PTRACE) shows
 	// what the daemon sent.
 	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
-	if err := selfCheck(); err != nil {
-		sendReply(serveFD, reply{Kind: "ready", Err: err.Error()}, -1)
+	if refuse == nil {
+		refuse = selfCheck()
+	}
+	if refuse != nil {
+		sendReply(serveFD, reply{Kind: "ready", Err: refuse.Error()}, -1)
 		return 1
 	}
 	if sendReply(serveFD, reply{Kind: "ready"}, -1) != nil {

@@ -36,7 +36,7 @@ func TestTmpQuota(t *testing.T) {
 	}
 	defer m.Close()
 	exe, _ := os.Executable()
-	ex, err := execute.New(execute.Options{Helper: exe, Sandbox: config.DefaultSandbox(), Home: home, Environ: os.Environ()})
+	ex, err := execute.New(execute.Options{Exe: exe, Sandbox: config.DefaultSandbox(), Home: home, Environ: os.Environ()})
 	if err != nil {
 		t.Fatal(err)
 	}

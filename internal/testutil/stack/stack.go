@@ -150,7 +150,7 @@ func Executor(t testing.TB, cfg *config.Config) *execute.Executor {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ex, err := execute.New(execute.Options{Helper: exe, Sandbox: cfg.Sandbox, Home: os.Getenv("HOME"),
+	ex, err := execute.New(execute.Options{Exe: exe, Sandbox: cfg.Sandbox, Home: os.Getenv("HOME"),
 		Private: execute.PrivatePaths(cfg), Environ: os.Environ()})
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,6 @@
-package main
+// Package trim gives back the memory a long-lived ollie process (the
+// daemon, the resident sandbox helper) only needed to start.
+package trim
 
 import (
 	"bufio"
@@ -11,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// trimExecutable gives back the pages of this executable and of the
+// Executable gives back the pages of this executable and of the
 // shared libraries it loaded that start-up mapped and a long-lived
 // process does not use again, and the heap that initialisation left.
 //
@@ -26,7 +28,7 @@ import (
 // mappings, and every page of a read-only one that the process wrote
 // before it became read-only (RELRO: the loader's relocations), are left
 // alone.
-func trimExecutable() {
+func Executable() {
 	// The packages' initialisation made garbage (regular expressions,
 	// tables) the process never touches again: collect it and give its
 	// pages back first (the collection reads the runtime's tables in the

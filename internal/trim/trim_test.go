@@ -1,4 +1,4 @@
-package main
+package trim
 
 import (
 	"encoding/json"
@@ -84,12 +84,12 @@ func readMem(t *testing.T, addr uintptr, n int) []byte {
 	return b
 }
 
-// After trimExecutable no part of the executable is mapped by huge pages,
+// After Executable no part of the executable is mapped by huge pages,
 // and the code still runs: what it dropped faults back in unchanged.
 func TestTrimExecutable(t *testing.T) {
 	before, _ := exeMappings(t)
 	written := writtenExeMappings(t)
-	trimExecutable()
+	Executable()
 	for addr, want := range written {
 		if got := readMem(t, addr, len(want)); string(got) != string(want) {
 			t.Fatalf("the read-only mapping at %#x that the loader wrote (RELRO) changed in the trim: "+

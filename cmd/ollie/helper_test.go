@@ -1,0 +1,227 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"ollie.dev/ollie/internal/llmtest"
+	"ollie.dev/ollie/internal/ninep/client"
+	"ollie.dev/ollie/internal/sandbox"
+	"ollie.dev/ollie/internal/testutil"
+)
+
+// TestOllieSandboxBinary builds ollie and ollie-sandbox as a user does
+// and runs a stage through them: the daemon's resident helper must be
+// ollie-sandbox, not ollie. Then ollie-sandbox is replaced by one built
+// from a source that differs by a comment, as a helper left over from an
+// older build would be: the daemon must say so in its log, and the stage
+// must fail with the same words without running.
+func TestOllieSandboxBinary(t *testing.T) {
+	testutil.Require(t, "go")
+	if sandbox.ABI() <= 0 {
+		t.Skip("no Landlock: stages run unconfined, through no helper")
+	}
+	t.Parallel()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(root, "bin")
+	goBuild(t, "", bin, "ollie.dev/ollie/cmd/ollie", "ollie.dev/ollie/cmd/"+sandbox.HelperName)
+	llm := llmtest.NewTest(t, &llmtest.Script{
+		Rules: []llmtest.Rule{
+			{If: `^run ran1`, Then: llmtest.Turn{Calls: []llmtest.Call{llmtest.ExecuteCode("sh", `echo "staged $((6*7))"; touch ran1`)}}},
+			{If: `^run ran2`, Then: llmtest.Turn{Calls: []llmtest.Call{llmtest.ExecuteCode("sh", `echo "staged $((6*7))"; touch ran2`)}}},
+		},
+		Default: &llmtest.Turn{Text: "done"},
+	})
+	cwd := filepath.Join(root, "proj")
+	os.MkdirAll(cwd, 0o755)
+
+	d := startBuilt(t, bin, root, llm.URL)
+	helper := d.helperExe(t)
+	if want := filepath.Join(bin, sandbox.HelperName); helper != want {
+		t.Fatalf("the resident helper runs %s, want %s", helper, want)
+	}
+	if chat := d.turn(t, cwd, "one", "ran1"); !strings.Contains(chat, "staged 42") {
+		t.Fatalf("the stage did not run through %s:\n%s", helper, chat)
+	}
+	if _, err := os.Stat(filepath.Join(cwd, "ran1")); err != nil {
+		t.Fatalf("the stage's file: %v", err)
+	}
+	d.stop()
+
+	// A helper of another build: the same source, one comment added.
+	stale := filepath.Join(root, "stale")
+	copyHelperSource(t, stale)
+	f, err := os.OpenFile(filepath.Join(stale, "internal", "sandbox", "build.go"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("\n// another build\n")
+	f.Close()
+	goBuild(t, stale, bin, "./cmd/"+sandbox.HelperName)
+
+	d = startBuilt(t, bin, root, llm.URL)
+	const refusal = "is not from the build of the ollie that started it"
+	deadline := time.Now().Add(15 * time.Second)
+	for !strings.Contains(d.logText(), refusal) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the daemon did not report the helper of another build:\n%s", d.logText())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	chat := d.turn(t, cwd, "two", "ran2")
+	if !strings.Contains(chat, refusal) || strings.Contains(chat, "staged 42") {
+		t.Fatalf("the stage did not fail with the refusal:\n%s", chat)
+	}
+	if _, err := os.Stat(filepath.Join(cwd, "ran2")); err == nil {
+		t.Fatal("a helper of another build ran the stage")
+	}
+}
+
+// goBuild runs go build -o out/ pkgs in dir ("" for this package's).
+func goBuild(t *testing.T, dir, out string, pkgs ...string) {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"build", "-o", out + "/"}, pkgs...)...)
+	cmd.Dir = dir
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", strings.Join(pkgs, " "), err, b)
+	}
+}
+
+// copyHelperSource copies go.mod, go.sum and the packages of this module
+// that ollie-sandbox is built from to dst.
+func copyHelperSource(t *testing.T, dst string) {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod := strings.TrimSpace(string(out))
+	out, err = exec.Command("go", "list", "-deps", "-f",
+		`{{if and .Module (eq .Module.Path "ollie.dev/ollie")}}{{.Dir}}{{end}}`, "ollie.dev/ollie/cmd/"+sandbox.HelperName).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := []string{filepath.Join(mod, "go.mod"), filepath.Join(mod, "go.sum")}
+	for _, dir := range strings.Fields(string(out)) {
+		gos, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+		files = append(files, gos...)
+	}
+	for _, f := range files {
+		rel, _ := filepath.Rel(mod, f)
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.MkdirAll(filepath.Dir(filepath.Join(dst, rel)), 0o755)
+		if err := os.WriteFile(filepath.Join(dst, rel), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// builtDaemon is `bin/ollie serve` in a home of its own under root.
+type builtDaemon struct {
+	cmd  *exec.Cmd
+	sock string
+	log  string
+	done chan struct{}
+}
+
+func startBuilt(t *testing.T, bin, root, llmURL string) *builtDaemon {
+	t.Helper()
+	home := filepath.Join(root, "home")
+	rt, err := os.MkdirTemp("", "olh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(rt) })
+	d := &builtDaemon{sock: filepath.Join(rt, "ollie.sock"), log: filepath.Join(root, "daemon.log"), done: make(chan struct{})}
+	os.MkdirAll(home, 0o700)
+	logf, err := os.Create(d.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.cmd = exec.Command(filepath.Join(bin, "ollie"), "serve", "-socket", d.sock)
+	d.cmd.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin", "OLLAMA_HOST=" + llmURL}
+	d.cmd.Stdout, d.cmd.Stderr = logf, logf
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { d.cmd.Wait(); logf.Close(); close(d.done) }()
+	t.Cleanup(d.stop)
+	for i := 0; probe(d.sock) != nil; i++ {
+		if i > 1000 {
+			t.Fatalf("the daemon did not start:\n%s", d.logText())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return d
+}
+
+func (d *builtDaemon) stop() {
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.done:
+	case <-time.After(10 * time.Second):
+		d.cmd.Process.Kill()
+		<-d.done
+	}
+}
+
+func (d *builtDaemon) logText() string {
+	b, _ := os.ReadFile(d.log)
+	return string(b)
+}
+
+// helperExe waits for the daemon's resident helper and returns the
+// executable it runs.
+func (d *builtDaemon) helperExe(t *testing.T) string {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		// Each thread's children: any of them may have started it.
+		tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(d.cmd.Process.Pid) + "/task/*/children")
+		var kids []string
+		for _, f := range tasks {
+			b, _ := os.ReadFile(f)
+			kids = append(kids, strings.Fields(string(b))...)
+		}
+		for _, pid := range kids {
+			if args, _ := os.ReadFile("/proc/" + pid + "/cmdline"); strings.Contains(string(args), "\x00-serve") {
+				exe, err := os.Readlink("/proc/" + pid + "/exe")
+				if err != nil {
+					t.Fatal(err)
+				}
+				return exe
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no resident helper:\n%s", d.logText())
+	return ""
+}
+
+// turn has a new session named name in cwd run a stage that makes the
+// file mark in cwd, and returns the session's chat.
+func (d *builtDaemon) turn(t *testing.T, cwd, name, mark string) string {
+	t.Helper()
+	fsys, err := client.Mount(context.Background(), d.sock, "tester", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fsys.Close()
+	wr(t, fsys, "s/new", "cwd="+cwd+" name="+name)
+	wr(t, fsys, "s/"+name+"/prompt", "run "+mark+"\n")
+	rd(t, fsys, "s/"+name+"/wait")
+	return rd(t, fsys, "s/"+name+"/chat")
+}
