@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"ollie.dev/ollie/internal/sandbox"
 )
 
 // Options of a Run.
@@ -229,6 +231,12 @@ func (r *run) setup() error {
 	r.daemonExe = filepath.Join(r.dir, "ollie-daemon")
 	if err := copyFile(r.o.Exe, r.daemonExe); err != nil {
 		return err
+	}
+	// With the sandbox helper beside it, when there is one beside Exe.
+	if h := sandbox.HelperFor(r.o.Exe); h != r.o.Exe {
+		if err := copyFile(h, filepath.Join(r.dir, sandbox.HelperName)); err != nil {
+			return err
+		}
 	}
 	var err error
 	if r.models, err = startModels(r.o.Exe, r.dir, r.o.Env); err != nil {
