@@ -281,10 +281,22 @@ func smapsRollup(pid int) (rss, pss int64, err error) {
 	return rss, pss, sc.Err()
 }
 
+// idleAge is how old a daemon must be to be idle: ollie's gives back the
+// memory of its start-up a second after it starts (cmd/ollie/serve.go).
+const idleAge = 1500 * time.Millisecond
+
 // settle waits until the memory of pid stops growing (a daemon returns
 // pages to the system, and finishes work started by the last request,
-// some time after it answers), up to a second.
+// some time after it answers), up to a second, and until pid is idleAge
+// old.
 func settle(ctx context.Context, pid int) (Mem, error) {
+	if age, err := procAge(pid); err == nil && age < idleAge {
+		select {
+		case <-time.After(idleAge - age):
+		case <-ctx.Done():
+			return Mem{}, ctx.Err()
+		}
+	}
 	last, err := Memory(pid)
 	for i := 0; i < 10 && err == nil && ctx.Err() == nil; i++ {
 		time.Sleep(100 * time.Millisecond)
@@ -295,4 +307,33 @@ func settle(ctx context.Context, pid int) (Mem, error) {
 		last = m
 	}
 	return last, err
+}
+
+// procAge is how long ago pid started, to the kernel's clock tick.
+func procAge(pid int) (time.Duration, error) {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	up, err := os.ReadFile("/proc/uptime")
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command, which may hold spaces: the start time is
+	// the 22nd field of the line, the 20th after the command.
+	rest := string(stat[bytes.LastIndexByte(stat, ')')+2:])
+	f := strings.Fields(rest)
+	if len(f) < 20 {
+		return 0, fmt.Errorf("/proc/%d/stat: too short", pid)
+	}
+	ticks, err := strconv.ParseInt(f[19], 10, 64)
+	if err != nil {
+		return 0, err
+	}
+	secs, err := strconv.ParseFloat(strings.Fields(string(up))[0], 64)
+	if err != nil {
+		return 0, err
+	}
+	const hz = 100 // USER_HZ, which /proc uses on Linux whatever the kernel's HZ
+	return time.Duration(secs*float64(time.Second)) - time.Duration(ticks)*time.Second/hz, nil
 }
