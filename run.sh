@@ -26,9 +26,10 @@ fi
 bindir=${OLLIE_BIN:-$HOME/.local/bin}
 mkdir -p "$bindir"
 # ollie, and next to it the sandbox helper that confines every stage
-# (docs/execute.md): the daemon refuses a helper of another build.
-go build -o "$bindir/" ./cmd/ollie ./cmd/ollie-sandbox
-echo "built $bindir/ollie and $bindir/ollie-sandbox"
+# (docs/execute.md: the daemon refuses a helper of another build) and
+# the browser front-end that `ollie web` becomes (docs/web.md).
+go build -o "$bindir/" ./cmd/ollie ./cmd/ollie-sandbox ./cmd/ollie-web
+echo "built $bindir/ollie, $bindir/ollie-sandbox and $bindir/ollie-web"
 "$bindir/ollie" stop >/dev/null
 "$bindir/ollie" start ${nomount:-}
 case ":$PATH:" in

@@ -16,7 +16,11 @@ func TestMain(m *testing.M) {
 	if os.Getenv("OLLIE_TEST_MAIN") == "1" {
 		os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
 }
 
 // execEnv is a home with a fake key and ollie directories inside it.

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -33,8 +35,14 @@ func TestOllieSandboxBinary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A copy of its own: the helper is replaced below.
 	bin := filepath.Join(root, "bin")
-	goBuild(t, "", bin, "ollie.dev/ollie/cmd/ollie", "ollie.dev/ollie/cmd/"+sandbox.HelperName)
+	os.MkdirAll(bin, 0o755)
+	for _, name := range []string{"ollie", sandbox.HelperName} {
+		if out, err := exec.Command("cp", filepath.Join(builtBinaries(t), name), bin).CombinedOutput(); err != nil {
+			t.Fatalf("cp: %v %s", err, out)
+		}
+	}
 	llm := llmtest.NewTest(t, &llmtest.Script{
 		Rules: []llmtest.Rule{
 			{If: `^run ran1`, Then: llmtest.Turn{Calls: []llmtest.Call{llmtest.ExecuteCode("sh", `echo "staged $((6*7))"; touch ran1`)}}},
@@ -87,8 +95,36 @@ func TestOllieSandboxBinary(t *testing.T) {
 	}
 }
 
+// built holds ollie, ollie-web and ollie-sandbox as go build makes them,
+// for the tests that need the real binaries; TestMain removes them.
+var built struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// builtBinaries builds them once for all the tests of this process and
+// returns their directory.
+func builtBinaries(t testing.TB) string {
+	t.Helper()
+	testutil.Require(t, "go")
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "ollie-bin"); built.err != nil {
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", built.dir+"/", "ollie.dev/ollie/cmd/ollie", "ollie.dev/ollie/cmd/"+webName, "ollie.dev/ollie/cmd/"+sandbox.HelperName)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.dir
+}
+
 // goBuild runs go build -o out/ pkgs in dir ("" for this package's).
-func goBuild(t *testing.T, dir, out string, pkgs ...string) {
+func goBuild(t testing.TB, dir, out string, pkgs ...string) {
 	t.Helper()
 	cmd := exec.Command("go", append([]string{"build", "-o", out + "/"}, pkgs...)...)
 	cmd.Dir = dir

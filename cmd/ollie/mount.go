@@ -9,6 +9,7 @@ import (
 	"log"
 	"os"
 
+	"ollie.dev/ollie/internal/dial"
 	"ollie.dev/ollie/internal/fusebridge"
 	"ollie.dev/ollie/internal/ninep/client"
 )
@@ -54,7 +55,7 @@ func runMount(ctx context.Context, env *Env, args []string) error {
 	if len(args) > 2 {
 		return usagef("too many arguments")
 	}
-	dir, addr := env.Config.Mount, localSocket(env.Config)
+	dir, addr := env.Config.Mount, dial.LocalSocket(env.Config)
 	if len(args) > 0 {
 		dir = args[0]
 	}
@@ -68,8 +69,8 @@ func runMount(ctx context.Context, env *Env, args []string) error {
 	}
 	logger := log.New(env.Stderr, "", log.LstdFlags)
 	d := env.dialer(mountFlags.token)
-	dial := func(ctx context.Context) (*client.Conn, error) { return d.Dial(ctx, addr) }
-	srv, err := fusebridge.Mount(ctx, dir, dial, fusebridge.Options{
+	connect := func(ctx context.Context) (*client.Conn, error) { return d.Dial(ctx, addr) }
+	srv, err := fusebridge.Mount(ctx, dir, connect, fusebridge.Options{
 		Uname:       userName(),
 		Logf:        logger.Printf,
 		NoReconnect: mountFlags.noReconnect,
@@ -77,7 +78,7 @@ func runMount(ctx context.Context, env *Env, args []string) error {
 		AllowOther:  mountFlags.allowOther,
 	})
 	if err != nil {
-		return remoteError(addr, d.TokenFile, err)
+		return dial.Explain(addr, d.TokenFile, err)
 	}
 	fmt.Fprintf(env.Stderr, "ollie mount: %s on %s\n", addr, srv.Dir())
 	done := make(chan error, 1)

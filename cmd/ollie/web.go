@@ -2,16 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"net"
-	"net/http"
-	"time"
+	"os"
+	"path/filepath"
+	"syscall"
 
 	"ollie.dev/ollie/internal/config"
-	"ollie.dev/ollie/internal/ninep/client"
-	"ollie.dev/ollie/internal/web"
 )
 
 // webFlags: -addr is where the page is served (as the issue and the
@@ -38,7 +35,8 @@ start, which the page keeps in a cookie, and a secret path the page and
 the cookie live under (cookies do not tell ports apart). A request
 without the cookie gets 401, one outside the path 404.
 'ollie start' starts it too when ollie.json has "web": "127.0.0.1:PORT"
-(the URL is then in ollie.log). See docs/web.md.`,
+(the URL is then in ollie.log). It is the program ollie-web, installed
+beside ollie (./run.sh builds it). See docs/web.md.`,
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&webFlags.listen, "addr", "127.0.0.1:0", "serve the page on `HOST:PORT` (loopback only; port 0 picks one)")
 			fs.StringVar(&webFlags.daemon.addr, "daemon", "", "daemon `ADDR`ess: a socket path, unix!PATH or tcp!HOST!PORT (default: the local daemon's socket)")
@@ -48,6 +46,12 @@ without the cookie gets 401, one outside the path 404.
 	})
 }
 
+// webName is the front-end's binary, beside ollie (cmd/ollie-web).
+const webName = "ollie-web"
+
+// runWeb checks the flags and becomes ollie-web: the process, its pid
+// (which ollie start and ollie stop know) and its standard files are the
+// same, only the program changes.
 func runWeb(ctx context.Context, env *Env, args []string) error {
 	if len(args) > 0 {
 		return usagef("unexpected argument %q", args[0])
@@ -55,43 +59,21 @@ func runWeb(ctx context.Context, env *Env, args []string) error {
 	if err := config.CheckListen(webFlags.listen); err != nil {
 		return usagef("-addr: %v", err)
 	}
-	fsys, err := webFlags.daemon.dial(ctx, env)
-	if err != nil {
-		return err
+	exe := filepath.Join(filepath.Dir(env.Argv0), webName)
+	if _, err := os.Stat(exe); err != nil {
+		return fmt.Errorf("%s is not installed beside %s: build it, with ./run.sh or go build -o %s ./cmd/%s",
+			webName, env.Argv0, filepath.Dir(env.Argv0), webName)
 	}
-	defer fsys.Close()
-	ln, err := net.Listen("tcp", config.ListenAddr(webFlags.listen))
-	if err != nil {
-		return err
+	argv := []string{webName}
+	if env.Config.File != "" {
+		argv = append(argv, "-config", env.Config.File)
 	}
-	srv, err := web.New(web.Options{
-		Fsys: fsys,
-		Dial: func(ctx context.Context) (*client.Fsys, error) { return webFlags.daemon.dial(ctx, env) },
-		Addr: ln.Addr().String(),
-		Logf: func(format string, args ...any) { fmt.Fprintf(env.Stderr, "ollie web: "+format+"\n", args...) },
-	})
-	if err != nil {
-		ln.Close()
-		return err
+	argv = append(argv, "-addr", webFlags.listen)
+	if webFlags.daemon.addr != "" {
+		argv = append(argv, "-daemon", webFlags.daemon.addr)
 	}
-	if err := srv.Start(); err != nil {
-		ln.Close()
-		return err
+	if webFlags.daemon.token != "" {
+		argv = append(argv, "-token", webFlags.daemon.token)
 	}
-	defer srv.Close()
-	fmt.Fprintln(env.Stdout, srv.URL())
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan error, 1)
-	go func() { done <- hs.Serve(ln) }()
-	select {
-	case <-ctx.Done():
-	case <-fsys.Root.Conn().Done():
-		err = errors.New("the daemon hung up")
-	case err = <-done:
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	srv.Close()
-	hs.Shutdown(sctx)
-	return err
+	return syscall.Exec(exe, argv, os.Environ())
 }

@@ -65,13 +65,12 @@ func TestWebVerb(t *testing.T) {
 }
 
 // webProcess starts `ollie web` against the daemon at socket, as a user
-// does, and returns it with the URL of its first line and its stderr.
+// does (the real ollie, which becomes ollie-web), and returns it with the
+// URL of its first line and its stderr.
 // The caller ends it.
 func webProcess(t testing.TB, socket string) (*exec.Cmd, string, *testutil.LogBuf) {
 	t.Helper()
-	exe, _ := os.Executable()
-	cmd := exec.Command(exe, "web", "-daemon", socket)
-	cmd.Env = append(os.Environ(), "OLLIE_TEST_MAIN=1")
+	cmd := exec.Command(filepath.Join(builtBinaries(t), "ollie"), "web", "-daemon", socket)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -114,8 +113,8 @@ func TestStartStartsWeb(t *testing.T) {
 	defer os.RemoveAll(rt)
 	os.MkdirAll(filepath.Join(home, ".config/ollie"), 0700)
 	os.WriteFile(filepath.Join(home, ".config/ollie/ollie.json"), []byte(`{"web": "127.0.0.1:0"}`), 0600)
-	exe, _ := os.Executable()
-	env := []string{"OLLIE_TEST_MAIN=1", "HOME=" + home, "XDG_RUNTIME_DIR=" + rt, "PATH=/usr/bin:/bin"}
+	exe := filepath.Join(builtBinaries(t), "ollie")
+	env := []string{"HOME=" + home, "XDG_RUNTIME_DIR=" + rt, "PATH=/usr/bin:/bin"}
 	run := func(args ...string) string {
 		cmd := exec.Command(exe, args...)
 		cmd.Env = env
@@ -153,4 +152,19 @@ func TestStartStartsWeb(t *testing.T) {
 		}
 		return err != nil
 	})
+}
+
+// TestWebNeedsItsBinary: without ollie-web beside ollie (this test
+// binary has none), ollie web says how to build it.
+func TestWebNeedsItsBinary(t *testing.T) {
+	exe, _ := os.Executable()
+	if _, err := os.Stat(filepath.Join(filepath.Dir(exe), webName)); err == nil {
+		t.Skip("an ollie-web beside the test binary: ollie web would become it")
+	}
+	testutil.Home(t, nil)
+	var out, errb bytes.Buffer
+	if code := Main([]string{"web"}, nil, &out, &errb); code != 1 ||
+		!strings.Contains(errb.String(), "ollie-web is not installed beside") || !strings.Contains(errb.String(), "go build -o") {
+		t.Errorf("exit %d, stderr %q", code, errb.String())
+	}
 }
