@@ -56,8 +56,36 @@ type fileID struct {
 }
 
 var rulesets struct {
-	mu sync.RWMutex // read: a lookup and its dup; write: a change of m
+	mu sync.RWMutex // read: a lookup and its dup; write: a change of m or building
 	m  map[string]*cachedRuleset
+	// building has a channel for each key being built, closed when the
+	// build is over: a second call for the key (a stage, while the
+	// turn's warm-up builds) waits for it instead of building it too.
+	building map[string]chan struct{}
+}
+
+// startBuild marks key as being built by the caller, who must call the
+// returned done; or, if another call is building it, returns nil and
+// waits for it.
+func startBuild(key string) (done func()) {
+	rulesets.mu.Lock()
+	if ch, ok := rulesets.building[key]; ok {
+		rulesets.mu.Unlock()
+		<-ch
+		return nil
+	}
+	if rulesets.building == nil {
+		rulesets.building = map[string]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	rulesets.building[key] = ch
+	rulesets.mu.Unlock()
+	return func() {
+		rulesets.mu.Lock()
+		delete(rulesets.building, key)
+		rulesets.mu.Unlock()
+		close(ch)
+	}
 }
 
 // rulesetPaths are the paths of p's rules, in one order.
@@ -203,6 +231,13 @@ func reuseRuleset(c landlock.Config, p *Policy, build func() (int, uint32, error
 	}); fd >= 0 {
 		return fd, flags, nil
 	}
+	done := startBuild(key)
+	if done == nil {
+		// Built meanwhile: looked up again (built anew if that build
+		// failed or the files changed since).
+		return reuseRuleset(c, p, build)
+	}
+	defer done()
 	// Every path looked at, after a snapshot of the directories above
 	// them: a change made meanwhile is an event, and the next call looks
 	// at every path again.

@@ -4,7 +4,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"ollie.dev/ollie/internal/config"
 )
@@ -121,4 +124,62 @@ func TestMovedWorkspaceIsNotWritable(t *testing.T) {
 	if !strings.Contains(out, "new") {
 		t.Errorf("a stage could not write the new workspace: %q", out)
 	}
+}
+
+// Calls for the same policy while it is being built (a stage, while its
+// turn's warm-up builds) wait for that build and share it; a build that
+// fails leaves the next call to build again.
+func TestOneBuildAtATime(t *testing.T) {
+	if ABI() <= 0 {
+		skipUnlessCI(t, "no landlock")
+	}
+	pol := &Policy{Name: "t", RODirs: []string{t.TempDir()}}
+	var builds atomic.Int32
+	release := make(chan struct{})
+	build := func() (int, uint32, error) {
+		if builds.Add(1) == 1 {
+			<-release
+		}
+		return landlockConfig(pol).NewRulesetFD(pol.rules()...)
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fd, _, err := reuseRuleset(landlockConfig(pol), pol, build)
+			if err != nil || fd < 0 {
+				t.Errorf("ruleset: %d %v", fd, err)
+				return
+			}
+			os.NewFile(uintptr(fd), "ruleset").Close()
+		}()
+	}
+	for builds.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // the others reach the wait (not a timing assertion)
+	close(release)
+	wg.Wait()
+	if n := builds.Load(); n != 1 {
+		t.Fatalf("%d builds for one policy asked for at once, want 1", n)
+	}
+
+	failing := &Policy{Name: "f", RODirs: []string{t.TempDir()}}
+	fails := 0
+	_, _, err := reuseRuleset(landlockConfig(failing), failing, func() (int, uint32, error) {
+		fails++
+		return -1, 0, os.ErrInvalid
+	})
+	if err == nil {
+		t.Fatal("a failed build reported no error")
+	}
+	fd, _, err := reuseRuleset(landlockConfig(failing), failing, func() (int, uint32, error) {
+		fails++
+		return landlockConfig(failing).NewRulesetFD(failing.rules()...)
+	})
+	if err != nil || fd < 0 || fails != 2 {
+		t.Fatalf("after a failed build: %d %v, %d builds", fd, err, fails)
+	}
+	os.NewFile(uintptr(fd), "ruleset").Close()
 }
