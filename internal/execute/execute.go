@@ -24,6 +24,7 @@ package execute
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"time"
 
 	"ollie.dev/ollie/internal/config"
@@ -181,6 +182,7 @@ func (e *Executor) policy(spec Spec) (*sandbox.Policy, error) {
 	prof.Write = append(append([]string(nil), prof.Write...), spec.Write...)
 	pol, err := sandbox.New(policyName(spec.Policy, e.o.Sandbox), prof, sandbox.Paths{
 		Home: e.o.Home, Cwd: spec.Cwd, Tmp: spec.Tmp, Tools: spec.Tools, Private: e.o.Private,
+		Programs: []string{filepath.Dir(e.o.Exe), filepath.Dir(e.helper)},
 	})
 	if err != nil {
 		return nil, err

@@ -92,6 +92,42 @@ func TestKeptNamespaceRechecked(t *testing.T) {
 	}
 }
 
+// A stage whose cwd holds ollie's programs (a project ollie is built
+// into) cannot plant a helper beside ollie, nor replace ollie: the daemon
+// runs what that directory holds unconfined. It can still run ollie and
+// write the rest of its cwd.
+func TestProgramsStayReadOnly(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(root, "home")
+	cwd, tmp := filepath.Join(home, "p"), filepath.Join(root, "tmp")
+	bin := filepath.Join(cwd, "bin")
+	for _, d := range []string{bin, tmp} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(bin, "ollie"), []byte("#!/bin/sh\necho ollie ran\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pr := prepare(t, config.BuiltinProfiles()["workspace"], Paths{Home: home, Cwd: cwd, Tmp: tmp, Programs: []string{bin}})
+	defer pr.Close()
+	script := `bin/ollie
+for f in bin/ollie-sandbox bin/ollie; do
+	(echo '#!/bin/sh' > "$f.new" && mv "$f.new" "$f") 2>/dev/null && echo "planted $f" || echo "refused $f"
+done
+echo x > own && echo "wrote own"`
+	out, _ := run(t, pr, Cmd{Path: "/bin/sh", Args: []string{"sh", "-c", script}, Dir: cwd})
+	if want := "ollie ran\nrefused bin/ollie-sandbox\nrefused bin/ollie\nwrote own\n"; out != want {
+		t.Fatalf("got %q, want %q", out, want)
+	}
+	if _, err := os.Stat(filepath.Join(bin, "ollie-sandbox")); err == nil {
+		t.Fatal("a stage planted ollie-sandbox beside ollie")
+	}
+}
+
 // TestRefusedWithoutNamespaces runs the test below where the helper can
 // make no mount namespace (uid 0 of a user namespace of its own with no
 // capabilities, and no further user namespaces allowed): a stage that

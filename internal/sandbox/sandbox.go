@@ -58,6 +58,12 @@ type Paths struct {
 	// Private are ollie's own directories and files (configuration,
 	// data, state, runtime, mount point): never part of what is read.
 	Private []string
+	// Programs are the directories of ollie's executables (ollie,
+	// ollie-sandbox, ollie-web): readable, but kept read-only inside a
+	// writable root like .git, since the daemon runs what they hold
+	// unconfined (a stage that planted an ollie-sandbox there would be
+	// the next helper).
+	Programs []string
 }
 
 // Policy is a profile applied to one session's paths: what the helper
@@ -125,7 +131,7 @@ func New(name string, p config.Profile, paths Paths) (*Policy, error) {
 	}
 	pol.Net, pol.DenyFamilies = netPolicy(p)
 	if p.Protects() {
-		pol.Protect, pol.Reopen = protectedPaths(pol.RWDirs, b.private)
+		pol.Protect, pol.Reopen = protectedPaths(pol.RWDirs, slices.Concat(b.private, resolveAll(paths.Programs)))
 		if len(pol.Protect) > 0 {
 			pol.nsKey = nsKey(pol.Protect, pol.Reopen, pol.RWDirs)
 		}
@@ -204,6 +210,15 @@ func within(path, dir string) bool {
 
 // resolve follows symbolic links where the path exists, since Landlock
 // rules attach to the real directories.
+// resolveAll is resolve of each of paths.
+func resolveAll(paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = resolve(p)
+	}
+	return out
+}
+
 func resolve(path string) string {
 	if r, err := filepath.EvalSymlinks(path); err == nil {
 		return r
