@@ -157,6 +157,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		home, _ := os.UserHomeDir() // as agent.FromConfig gives the executor
 		go sandbox.WarmBase(p, home, execute.PrivatePaths(env.Config))
 	}
+	go runner.Warm() // the t/ and sk/ indexes every system prompt shows
 	helper := sandbox.HelperFor(env.Argv0)
 	if helper == env.Argv0 {
 		logger.Printf("no %s beside %s: ollie is its own sandbox helper, which takes more memory and time to start",

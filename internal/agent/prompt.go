@@ -88,6 +88,14 @@ func names(idx string) string {
 // where it can (internal/dirwatch); elsewhere, a stat per file (the entries'
 // sizes and mtimes) still costs less than reading every script at every
 // turn.
+// Warm reads, ahead of the first session, the indexes of t/ and sk/
+// that every system prompt shows and readConfig then keeps: the daemon
+// calls it in the background once it serves.
+func (r *Runner) Warm() {
+	r.readConfig("t", "idx")
+	r.readConfig("sk", "idx")
+}
+
 func (r *Runner) readConfig(dir, name string) string {
 	if name != "idx" {
 		return ""
