@@ -40,9 +40,6 @@ func (r *Runner) Run(ctx context.Context, t *session.Turn) error {
 	if msgs, err = answerCutCalls(t, msgs); err != nil {
 		return err
 	}
-	if len(msgs) == 1 {
-		r.warmStages(t, st)
-	}
 	if err := r.beforeTurn(ctx, t, st, msgs); err != nil {
 		r.hook(ctx, t, st, "turnError", map[string]any{"error": err.Error()})
 		return err
@@ -242,19 +239,6 @@ func (r *Runner) stageSpec(s session.Handle, m session.Meta, a *agentcfg.Agent) 
 	}
 	spec.Read, spec.Write = TreeGrants(r.o.Config.Sandbox, r.o.Mount, policy, s.TreePath())
 	return spec, nil
-}
-
-// warmStages has the executor build, while the model thinks, what the
-// session's first stage would wait for (execute.Executor.Warm): at a
-// session's first turn, as no stage of it has run before.
-func (r *Runner) warmStages(t *session.Turn, st *setup) {
-	w, ok := r.o.Exec.(interface{ Warm(execute.Spec) })
-	if !ok {
-		return
-	}
-	if spec, err := r.stageSpec(t.S, st.meta, st.agent); err == nil {
-		go w.Warm(spec)
-	}
 }
 
 // StageSpec is the spec session s's next stage would run under; its

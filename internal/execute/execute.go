@@ -155,20 +155,6 @@ func (e *Executor) Run(ctx context.Context, spec Spec, args []byte) (*Result, er
 	return res, nil
 }
 
-// Warm builds what the first stage of spec would wait for, the Landlock
-// ruleset of its policy (some 3 ms for a session whose paths no ruleset
-// has yet), so that the stage finds it built, or being built. It is
-// called in the background; a failure is left for the stage to report.
-func (e *Executor) Warm(spec Spec) {
-	pol, err := e.policy(spec)
-	if err != nil {
-		return
-	}
-	if prep, err := pol.Prepare(e.o.Sandbox.AllowUnsandboxed); err == nil {
-		prep.Close()
-	}
-}
-
 // policy is the sandbox policy of spec's stages.
 func (e *Executor) policy(spec Spec) (*sandbox.Policy, error) {
 	prof, err := e.o.Sandbox.Profile(spec.Policy)

@@ -59,8 +59,9 @@ var rulesets struct {
 	mu sync.RWMutex // read: a lookup and its dup; write: a change of m or building
 	m  map[string]*cachedRuleset
 	// building has a channel for each key being built, closed when the
-	// build is over: a second call for the key (a stage, while the
-	// turn's warm-up builds) waits for it instead of building it too.
+	// build is over: a second call for the key (the branches of a
+	// parallel stage of a new session) waits for it instead of building
+	// it too.
 	building map[string]chan struct{}
 }
 

@@ -126,9 +126,9 @@ func TestMovedWorkspaceIsNotWritable(t *testing.T) {
 	}
 }
 
-// Calls for the same policy while it is being built (a stage, while its
-// turn's warm-up builds) wait for that build and share it; a build that
-// fails leaves the next call to build again.
+// Calls for the same policy while it is being built (the branches of a
+// parallel stage of a new session) wait for that build and share it; a
+// build that fails leaves the next call to build again.
 func TestOneBuildAtATime(t *testing.T) {
 	if ABI() <= 0 {
 		skipUnlessCI(t, "no landlock")
