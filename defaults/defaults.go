@@ -22,7 +22,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 //go:embed all:a all:p all:sk all:t all:u all:x all:s all:b
@@ -84,7 +85,7 @@ func Install(root string, dirs ...string) (Report, error) {
 			return rep, err
 		}
 	}
-	if err := writeAll(todo, man); err != nil {
+	if err := writeAll(root, todo, man); err != nil {
 		return rep, err
 	}
 	b, _ := json.MarshalIndent(man, "", "\t")
@@ -101,29 +102,50 @@ type pending struct {
 	sum    string
 }
 
-// writeAll writes the files at once, each durably before it is renamed
-// into place: the file system commits their fsyncs together (31 files of
-// a first start, one after another, took 31 journal commits), and the
-// manifest, which says they were installed, is written only after all of
-// them are on disk.
-func writeAll(todo []pending, man map[string]string) error {
-	errs := make([]error, len(todo))
-	var wg sync.WaitGroup
-	for i, w := range todo {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = writeFile(w.dst, w.data, mode(w.p))
-		}()
+// writeAll writes the files, each renamed into place, and then makes
+// them all durable at once with one syncfs(2) of their file system: one
+// journal commit for their data and their directory entries, where an
+// fsync of each (31 files at a first start) took as many commits and
+// left the renames to the next one. (syncfs flushes whatever else is
+// dirty on that file system too; this runs at a first start and after an
+// upgrade only.) Only then does the manifest say they were installed.
+func writeAll(root string, todo []pending, man map[string]string) error {
+	if len(todo) == 0 {
+		return nil
 	}
-	wg.Wait()
-	for i, w := range todo {
-		if errs[i] != nil {
-			return errs[i]
+	for _, w := range todo {
+		if err := replace(w.dst, w.data, mode(w.p)); err != nil {
+			return err
 		}
+	}
+	d, err := os.Open(root)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := unix.Syncfs(int(d.Fd())); err != nil {
+		return &os.PathError{Op: "syncfs", Path: root, Err: err}
+	}
+	for _, w := range todo {
 		man[w.p] = w.sum
 	}
 	return nil
+}
+
+// replace replaces name with data by a rename, not durably (writeAll).
+func replace(name string, data []byte, perm os.FileMode) error {
+	tmp := name + ".tmp"
+	err := os.WriteFile(tmp, data, perm)
+	if err == nil {
+		err = os.Chmod(tmp, perm) // whatever the umask
+	}
+	if err == nil {
+		err = os.Rename(tmp, name)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
 }
 
 // installOne decides about one shipped file: the write it needs, if any.
