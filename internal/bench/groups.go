@@ -519,13 +519,21 @@ func (r *run) groupLoad() error {
 
 // groupScale: idle sessions by the 10, 100, 1,000 (and with Big 10,000)
 // on a fresh daemon, with the memory each adds and the p99 of their
-// creation; then a restart with all of them on disk, to the first answer.
+// creation, the first of them made before the memory is first measured;
+// then a restart with all of them on disk, to the first answer.
 func (r *run) groupScale() error {
 	d, err := r.freshDaemon()
 	if err != nil {
 		return err
 	}
 	if err := d.Start(r.ctx); err != nil {
+		return err
+	}
+	// One session first, outside the counts: what the first s/new of a
+	// daemon brings in once (code paged back in after the trim, caches
+	// of the cwd check and the prompt's indexes) is no session's cost.
+	first, err := d.NewSession(r.ctx, "")
+	if err != nil {
 		return err
 	}
 	base, err := settle(r.ctx, d.Pid())
@@ -538,7 +546,7 @@ func (r *run) groupScale() error {
 	} else if r.o.Big {
 		counts = append(counts, 10000)
 	}
-	var ids []string
+	ids := []string{first}
 	prev := base
 	for _, n := range counts {
 		added := n - len(ids)
@@ -559,8 +567,8 @@ func (r *run) groupScale() error {
 		st := summarize(ds)
 		r.add(Row{Key: fmt.Sprintf("scale.%d", n), What: fmt.Sprintf("PSS per idle session, the %d added to reach %d", added, n),
 			Val: bytesV((m.PSS - prev.PSS) / int64(added)),
-			Note: fmt.Sprintf("RSS %s per session added; since none: PSS %s per session, %s in all; s/new p99 %s",
-				bytesV((m.RSS-prev.RSS)/int64(added)), bytesV((m.PSS-base.PSS)/int64(n)), bytesV(m.PSS), dur(st.P99))})
+			Note: fmt.Sprintf("RSS %s per session added; since the first: PSS %s per session, %s in all; s/new p99 %s",
+				bytesV((m.RSS-prev.RSS)/int64(added)), bytesV((m.PSS-base.PSS)/int64(n-1)), bytesV(m.PSS), dur(st.P99))})
 		prev = m
 	}
 	if r.isRef {
