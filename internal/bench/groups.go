@@ -529,9 +529,13 @@ func (r *run) groupScale() error {
 	if err := d.Start(r.ctx); err != nil {
 		return err
 	}
-	// One session first, outside the counts: what the first s/new of a
-	// daemon brings in once (code paged back in after the trim, caches
-	// of the cwd check and the prompt's indexes) is no session's cost.
+	// One session first, outside the counts, once the daemon is idle
+	// (trimmed): what the first s/new of a daemon brings in once (code
+	// paged back in after the start-up trim, caches of the cwd check and
+	// of the prompt's indexes) is no session's cost.
+	if _, err := settle(r.ctx, d.Pid()); err != nil {
+		return err
+	}
 	first, err := d.NewSession(r.ctx, "")
 	if err != nil {
 		return err
