@@ -9,6 +9,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 
@@ -23,6 +24,7 @@ func main() {
 	}
 	if sandbox.Resident(os.Args[2:]) {
 		trim.Executable() // it lives as long as the daemon
+		go trim.WhenIdle(context.Background(), sandbox.Served)
 	}
 	os.Exit(sandbox.HelperMain(os.Args[2:]))
 }

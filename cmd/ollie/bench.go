@@ -33,7 +33,7 @@ and prints one Markdown table: each row with the floor it is compared
 with (socket round trips to an echo process, fork/exec of /bin/true, a
 write+fsync, a cat of a file on disk), measured in the same run, and the
 ratio to it. Memory is the PSS and RSS of the daemon and its helper
-processes. A default run takes about a minute; -big (the 10,000
+processes. A default run takes about two minutes; -big (the 10,000
 session rows) and -ref add a few more. With -ref, the same client and
 models also measure the reference daemon (olliesrv, built outside this
 repository). See docs/bench.md.

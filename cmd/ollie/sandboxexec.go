@@ -36,6 +36,7 @@ func init() {
 	if len(os.Args) > 1 && os.Args[1] == sandbox.HelperCommand {
 		if sandbox.Resident(os.Args[2:]) {
 			trim.Executable() // it lives as long as the daemon
+			go trim.WhenIdle(context.Background(), sandbox.Served)
 		}
 		os.Exit(sandbox.HelperMain(os.Args[2:]))
 	}

@@ -17,6 +17,7 @@ import (
 	"9fans.net/go/plan9"
 
 	"ollie.dev/ollie/internal/ninep/client"
+	"ollie.dev/ollie/internal/trim"
 )
 
 // group9P: the daemon over its socket, next to round trips to the echo
@@ -250,6 +251,19 @@ func (r *run) groupTurn() error {
 	if err != nil {
 		return err
 	}
+	// The same daemon once it has been quiet for two of its looks
+	// (trim.WhenIdle), as it sits between a person's turns.
+	var quiet Mem
+	if !r.o.Small {
+		select {
+		case <-time.After(idleWait):
+		case <-r.ctx.Done():
+			return r.ctx.Err()
+		}
+		if quiet, err = settle(r.ctx, r.main.Pid()); err != nil {
+			return err
+		}
+	}
 	stage := (st[2].P50 - st[1].P50) / 8
 	r.add(
 		Row{Key: "floor.fork", What: "fork/exec of /bin/true", Val: dur(st[0].P50), Note: p99(st[0])},
@@ -266,8 +280,17 @@ func (r *run) groupTurn() error {
 		Row{Key: "mem.turns", What: fmt.Sprintf("PSS of the daemon and its %d helpers after %d turns", m.Procs-1, 2*(r.o.Turns+r.o.Turns/10+turnPool)),
 			Val: bytesV(m.PSS), Note: "RSS " + bytesV(m.RSS).String()},
 	)
+	if !r.o.Small {
+		r.add(Row{Key: "mem.turns.idle", What: fmt.Sprintf("the same, after %s with no request", idleWait),
+			Val: bytesV(quiet.PSS), Note: "RSS " + bytesV(quiet.RSS).String()})
+	}
 	return nil
 }
+
+// idleWait is how long the turn rows' daemon is left quiet before
+// mem.turns.idle: two of ollie's looks for quiet (trim.WhenIdle) and a
+// second.
+const idleWait = 2*trim.IdleEvery + time.Second
 
 // freshDaemon lays out a daemon with a home of its own.
 func (r *run) freshDaemon() (*Daemon, error) {

@@ -168,9 +168,17 @@ func serve(args []string, refuse error) int {
 			fmt.Fprintf(os.Stderr, "ollie sandbox helper: bad request\n")
 			return 1
 		}
+		served.Add(1)
 		s.dispatch(job{req: req, reply: fds[0], fds: fds[1:]})
 	}
 }
+
+// served counts the programs the resident helper was asked to start.
+var served atomic.Uint64
+
+// Served is how many programs this process, as the resident helper, was
+// asked to start: its own trim watches it (trim.WhenIdle).
+func Served() uint64 { return served.Load() }
 
 // dispatch hands j to a ready thread for its filter, or to a new one,
 // and has another made ready.
