@@ -170,13 +170,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	// by a person or a script that just started ollie.
 	time.AfterFunc(trimAfter, trim.Executable)
 	// And what requests bring in, once they stop.
-	go trim.WhenIdle(ctx, func() uint64 {
-		var n uint64
-		for i := range d.Server.Stats.Ops {
-			n += d.Server.Stats.Ops[i].Load()
-		}
-		return n
-	})
+	go trim.WhenIdle(ctx, d.Server.Stats.TotalOps)
 	err = d.Run(ctx)
 	logger.Printf("stopped")
 	return err

@@ -82,12 +82,6 @@ func names(idx string) string {
 	return strings.Join(out, " ")
 }
 
-// readConfig reads an index the tree synthesizes; for the prompt it is
-// rebuilt from the directory, so the prompt does not depend on a mount.
-// It is cached while no entry of the directory changes: inotify says so
-// where it can (internal/dirwatch); elsewhere, a stat per file (the entries'
-// sizes and mtimes) still costs less than reading every script at every
-// turn.
 // Warm reads, ahead of the first session, the indexes of t/ and sk/
 // that every system prompt shows and readConfig then keeps: the daemon
 // calls it in the background once it serves.
@@ -96,6 +90,12 @@ func (r *Runner) Warm() {
 	r.readConfig("sk", "idx")
 }
 
+// readConfig reads an index the tree synthesizes; for the prompt it is
+// rebuilt from the directory, so the prompt does not depend on a mount.
+// It is cached while no entry of the directory changes: inotify says so
+// where it can (internal/dirwatch); elsewhere, a stat per file (the entries'
+// sizes and mtimes) still costs less than reading every script at every
+// turn.
 func (r *Runner) readConfig(dir, name string) string {
 	if name != "idx" {
 		return ""

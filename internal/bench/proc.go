@@ -311,7 +311,7 @@ func settle(ctx context.Context, pid int) (Mem, error) {
 
 // procAge is how long ago pid started, to the kernel's clock tick.
 func procAge(pid int) (time.Duration, error) {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	f, err := procStat(pid)
 	if err != nil {
 		return 0, err
 	}
@@ -319,14 +319,7 @@ func procAge(pid int) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	// Fields after the command, which may hold spaces: the start time is
-	// the 22nd field of the line, the 20th after the command.
-	rest := string(stat[bytes.LastIndexByte(stat, ')')+2:])
-	f := strings.Fields(rest)
-	if len(f) < 20 {
-		return 0, fmt.Errorf("/proc/%d/stat: too short", pid)
-	}
-	ticks, err := strconv.ParseInt(f[19], 10, 64)
+	ticks, err := strconv.ParseInt(f[19], 10, 64) // starttime, the 22nd field of the line
 	if err != nil {
 		return 0, err
 	}
@@ -334,6 +327,5 @@ func procAge(pid int) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	const hz = 100 // USER_HZ, which /proc uses on Linux whatever the kernel's HZ
-	return time.Duration(secs*float64(time.Second)) - time.Duration(ticks)*time.Second/hz, nil
+	return time.Duration(secs*float64(time.Second)) - time.Duration(ticks)*time.Second/clockTick, nil
 }
