@@ -92,7 +92,7 @@ func Install(root string, dirs ...string) (Report, error) {
 	if bytes.Equal(b, old) {
 		return rep, nil
 	}
-	return rep, writeFile(manPath, b, 0600)
+	return rep, replace(manPath, b, 0600, true)
 }
 
 // A pending file is one Install writes.
@@ -114,7 +114,7 @@ func writeAll(root string, todo []pending, man map[string]string) error {
 		return nil
 	}
 	for _, w := range todo {
-		if err := replace(w.dst, w.data, mode(w.p)); err != nil {
+		if err := replace(w.dst, w.data, mode(w.p), false); err != nil {
 			return err
 		}
 	}
@@ -130,22 +130,6 @@ func writeAll(root string, todo []pending, man map[string]string) error {
 		man[w.p] = w.sum
 	}
 	return nil
-}
-
-// replace replaces name with data by a rename, not durably (writeAll).
-func replace(name string, data []byte, perm os.FileMode) error {
-	tmp := name + ".tmp"
-	err := os.WriteFile(tmp, data, perm)
-	if err == nil {
-		err = os.Chmod(tmp, perm) // whatever the umask
-	}
-	if err == nil {
-		err = os.Rename(tmp, name)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
 }
 
 // installOne decides about one shipped file: the write it needs, if any.
@@ -193,22 +177,23 @@ func hash(b []byte) string {
 	return hex.EncodeToString(h[:])
 }
 
-// writeFile replaces name atomically and durably.
-func writeFile(name string, data []byte, perm os.FileMode) error {
+// replace replaces name with data by a rename, durably if sync is set;
+// writeAll makes its files durable all at once instead.
+func replace(name string, data []byte, perm os.FileMode, sync bool) error {
 	tmp := name + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
 	if err != nil {
 		return err
 	}
 	_, err = f.Write(data)
-	if err == nil {
+	if err == nil && sync {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Chmod(tmp, perm)
+		err = os.Chmod(tmp, perm) // whatever the umask
 	}
 	if err == nil {
 		err = os.Rename(tmp, name)
