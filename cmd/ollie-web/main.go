@@ -42,8 +42,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	cfgFile := fs.String("config", "", "read configuration from `FILE` instead of $XDG_CONFIG_HOME/ollie/ollie.json")
 	listen := fs.String("addr", "127.0.0.1:0", "serve the page on `HOST:PORT` (loopback only; port 0 picks one)")
-	daemon := fs.String("daemon", "", "daemon `ADDR`ess: a socket path, unix!PATH or tcp!HOST!PORT (default: the local daemon's socket)")
-	token := fs.String("token", "", "for tcp!HOST!PORT: present the daemon's token in `FILE` (default: $OLLIE_TOKEN_FILE, else the token file in ollie's config directory)")
+	daemon := fs.String("daemon", "", dial.AddrUsage)
+	token := fs.String("token", "", dial.TokenUsage)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: ollie web [-addr 127.0.0.1:PORT] [-daemon ADDR [-token FILE]]\n\n"+
 			"Serve a browser front-end over the tree; see 'ollie help web' and docs/web.md.\n\nFlags:\n")
@@ -73,18 +73,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if tok == "" {
 		tok = os.Getenv("OLLIE_TOKEN_FILE")
 	}
-	addr := *daemon
-	if addr == "" {
-		addr = dial.LocalSocket(cfg)
-	}
 	d := dial.Dialer(cfg, tok, logf)
-	connect := func(ctx context.Context) (*client.Fsys, error) {
-		fsys, err := d.Mount(ctx, addr, dial.User(), "")
-		if err != nil {
-			return nil, dial.Explain(addr, d.TokenFile, err)
-		}
-		return fsys, nil
-	}
+	connect := func(ctx context.Context) (*client.Fsys, error) { return dial.Attach(ctx, cfg, d, *daemon) }
 	if err := serve(ctx, connect, *listen, stdout, logf); err != nil {
 		fmt.Fprintf(stderr, "ollie web: %v\n", err)
 		return 1

@@ -19,27 +19,18 @@ type addrFlag struct {
 }
 
 func (a *addrFlag) declare(fs *flag.FlagSet) {
-	fs.StringVar(&a.addr, "addr", "", "daemon `ADDR`ess: a socket path, unix!PATH or tcp!HOST!PORT (default: the local daemon's socket)")
+	fs.StringVar(&a.addr, "addr", "", dial.AddrUsage)
 	declareToken(fs, &a.token)
 }
 
 // declareToken declares -token, the token file for tcp addresses.
 func declareToken(fs *flag.FlagSet, dst *string) {
-	fs.StringVar(dst, "token", "", "for tcp!HOST!PORT: present the daemon's token in `FILE` (default: $OLLIE_TOKEN_FILE, else the token file in ollie's config directory)")
+	fs.StringVar(dst, "token", "", dial.TokenUsage)
 }
 
 // dial attaches to the daemon named by the flag, or the local one.
 func (a *addrFlag) dial(ctx context.Context, env *Env) (*client.Fsys, error) {
-	addr := a.addr
-	if addr == "" {
-		addr = dial.LocalSocket(env.Config)
-	}
-	d := env.dialer(a.token)
-	fsys, err := d.Mount(ctx, addr, userName(), "")
-	if err != nil {
-		return nil, dial.Explain(addr, d.TokenFile, err)
-	}
-	return fsys, nil
+	return dial.Attach(ctx, env.Config, env.dialer(a.token), a.addr)
 }
 
 // dialer is how this process reaches a daemon: the token file is the

@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"ollie.dev/ollie/internal/config"
+	"ollie.dev/ollie/internal/dial"
 )
 
 // webFlags: -addr is where the page is served (as the issue and the
@@ -39,7 +40,7 @@ without the cookie gets 401, one outside the path 404.
 beside ollie (./run.sh builds it). See docs/web.md.`,
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&webFlags.listen, "addr", "127.0.0.1:0", "serve the page on `HOST:PORT` (loopback only; port 0 picks one)")
-			fs.StringVar(&webFlags.daemon.addr, "daemon", "", "daemon `ADDR`ess: a socket path, unix!PATH or tcp!HOST!PORT (default: the local daemon's socket)")
+			fs.StringVar(&webFlags.daemon.addr, "daemon", "", dial.AddrUsage)
 			declareToken(fs, &webFlags.daemon.token)
 		},
 		run: runWeb,

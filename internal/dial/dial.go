@@ -4,6 +4,7 @@
 package dial
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -15,6 +16,26 @@ import (
 	"ollie.dev/ollie/internal/config"
 	"ollie.dev/ollie/internal/ninep/client"
 )
+
+// The usage texts of the flags that name a daemon and its token, in every
+// program that has them.
+const (
+	AddrUsage  = "daemon `ADDR`ess: a socket path, unix!PATH or tcp!HOST!PORT (default: the local daemon's socket)"
+	TokenUsage = "for tcp!HOST!PORT: present the daemon's token in `FILE` (default: $OLLIE_TOKEN_FILE, else the token file in ollie's config directory)"
+)
+
+// Attach attaches through d to the daemon at addr, or to the local one
+// (LocalSocket) when addr is "", with an error that says what to do.
+func Attach(ctx context.Context, c *config.Config, d *client.Dialer, addr string) (*client.Fsys, error) {
+	if addr == "" {
+		addr = LocalSocket(c)
+	}
+	fsys, err := d.Mount(ctx, addr, User(), "")
+	if err != nil {
+		return nil, Explain(addr, d.TokenFile, err)
+	}
+	return fsys, nil
+}
 
 // LocalSocket finds the local daemon's socket: the configured one if it
 // is there, else the one the daemon wrote into its state directory (a
