@@ -22,14 +22,23 @@ type daemonProc struct {
 	env  []string
 	sock string
 	cmd  *exec.Cmd
+	log  string // its standard output and error
 }
 
 func startDaemon(t *testing.T, env []string, sock string) *daemonProc {
 	t.Helper()
+	return startDaemonExe(t, os.Args[0], env, sock)
+}
+
+// startDaemonExe is startDaemon with the ollie executable exe (this test
+// binary, or a real ollie).
+func startDaemonExe(t *testing.T, exe string, env []string, sock string) *daemonProc {
+	t.Helper()
 	d := &daemonProc{t: t, env: env, sock: sock}
-	d.cmd = exec.Command(os.Args[0], "serve", "-socket", sock)
+	d.cmd = exec.Command(exe, "serve", "-socket", sock)
 	d.cmd.Env = append(env, "OLLIE_TEST_MAIN=1")
 	log, _ := os.Create(filepath.Join(t.TempDir(), "daemon.log"))
+	d.log = log.Name()
 	d.cmd.Stdout, d.cmd.Stderr = log, log
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -60,6 +69,11 @@ func (d *daemonProc) dial() *client.Fsys {
 	}
 	d.t.Cleanup(func() { fsys.Close() })
 	return fsys
+}
+
+func (d *daemonProc) logText() string {
+	b, _ := os.ReadFile(d.log)
+	return string(b)
 }
 
 func (d *daemonProc) kill9() {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,12 +8,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"ollie.dev/ollie/internal/llmtest"
-	"ollie.dev/ollie/internal/ninep/client"
 	"ollie.dev/ollie/internal/sandbox"
 	"ollie.dev/ollie/internal/testutil"
 )
@@ -52,19 +49,26 @@ func TestOllieSandboxBinary(t *testing.T) {
 	})
 	cwd := filepath.Join(root, "proj")
 	os.MkdirAll(cwd, 0o755)
+	rt, err := os.MkdirTemp("", "olh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(rt) })
+	env := []string{"HOME=" + filepath.Join(root, "home"), "PATH=/usr/bin:/bin", "OLLAMA_HOST=" + llm.URL}
+	sock := filepath.Join(rt, "ollie.sock")
 
-	d := startBuilt(t, bin, root, llm.URL)
-	helper := d.helperExe(t)
+	d := startDaemonExe(t, filepath.Join(bin, "ollie"), env, sock)
+	helper := residentHelperExe(t, d)
 	if want := filepath.Join(bin, sandbox.HelperName); helper != want {
 		t.Fatalf("the resident helper runs %s, want %s", helper, want)
 	}
-	if chat := d.turn(t, cwd, "one", "ran1"); !strings.Contains(chat, "staged 42") {
+	if chat := turnIn(t, d, cwd, "one", "ran1"); !strings.Contains(chat, "staged 42") {
 		t.Fatalf("the stage did not run through %s:\n%s", helper, chat)
 	}
 	if _, err := os.Stat(filepath.Join(cwd, "ran1")); err != nil {
 		t.Fatalf("the stage's file: %v", err)
 	}
-	d.stop()
+	d.kill9()
 
 	// A helper of another build: the same source, one comment added.
 	stale := filepath.Join(root, "stale")
@@ -77,7 +81,7 @@ func TestOllieSandboxBinary(t *testing.T) {
 	f.Close()
 	goBuild(t, stale, bin, "./cmd/"+sandbox.HelperName)
 
-	d = startBuilt(t, bin, root, llm.URL)
+	d = startDaemonExe(t, filepath.Join(bin, "ollie"), env, sock)
 	const refusal = "is not from the build of the ollie that started it"
 	deadline := time.Now().Add(15 * time.Second)
 	for !strings.Contains(d.logText(), refusal) {
@@ -86,7 +90,7 @@ func TestOllieSandboxBinary(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	chat := d.turn(t, cwd, "two", "ran2")
+	chat := turnIn(t, d, cwd, "two", "ran2")
 	if !strings.Contains(chat, refusal) || strings.Contains(chat, "staged 42") {
 		t.Fatalf("the stage did not fail with the refusal:\n%s", chat)
 	}
@@ -165,63 +169,9 @@ func copyHelperSource(t *testing.T, dst string) {
 	}
 }
 
-// builtDaemon is `bin/ollie serve` in a home of its own under root.
-type builtDaemon struct {
-	cmd  *exec.Cmd
-	sock string
-	log  string
-	done chan struct{}
-}
-
-func startBuilt(t *testing.T, bin, root, llmURL string) *builtDaemon {
-	t.Helper()
-	home := filepath.Join(root, "home")
-	rt, err := os.MkdirTemp("", "olh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(rt) })
-	d := &builtDaemon{sock: filepath.Join(rt, "ollie.sock"), log: filepath.Join(root, "daemon.log"), done: make(chan struct{})}
-	os.MkdirAll(home, 0o700)
-	logf, err := os.Create(d.log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.cmd = exec.Command(filepath.Join(bin, "ollie"), "serve", "-socket", d.sock)
-	d.cmd.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin", "OLLAMA_HOST=" + llmURL}
-	d.cmd.Stdout, d.cmd.Stderr = logf, logf
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { d.cmd.Wait(); logf.Close(); close(d.done) }()
-	t.Cleanup(d.stop)
-	for i := 0; probe(d.sock) != nil; i++ {
-		if i > 1000 {
-			t.Fatalf("the daemon did not start:\n%s", d.logText())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return d
-}
-
-func (d *builtDaemon) stop() {
-	d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-d.done:
-	case <-time.After(10 * time.Second):
-		d.cmd.Process.Kill()
-		<-d.done
-	}
-}
-
-func (d *builtDaemon) logText() string {
-	b, _ := os.ReadFile(d.log)
-	return string(b)
-}
-
-// helperExe waits for the daemon's resident helper and returns the
+// residentHelperExe waits for d's resident helper and returns the
 // executable it runs.
-func (d *builtDaemon) helperExe(t *testing.T) string {
+func residentHelperExe(t *testing.T, d *daemonProc) string {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
@@ -247,15 +197,11 @@ func (d *builtDaemon) helperExe(t *testing.T) string {
 	return ""
 }
 
-// turn has a new session named name in cwd run a stage that makes the
-// file mark in cwd, and returns the session's chat.
-func (d *builtDaemon) turn(t *testing.T, cwd, name, mark string) string {
+// turnIn has a new session of d named name in cwd run a stage that makes
+// the file mark in cwd, and returns the session's chat.
+func turnIn(t *testing.T, d *daemonProc, cwd, name, mark string) string {
 	t.Helper()
-	fsys, err := client.Mount(context.Background(), d.sock, "tester", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fsys.Close()
+	fsys := d.dial()
 	wr(t, fsys, "s/new", "cwd="+cwd+" name="+name)
 	wr(t, fsys, "s/"+name+"/prompt", "run "+mark+"\n")
 	rd(t, fsys, "s/"+name+"/wait")
