@@ -25,6 +25,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"ollie.dev/ollie/internal/config"
@@ -79,6 +80,7 @@ type Spec struct {
 type Executor struct {
 	o           Options
 	helper      string
+	programs    []string // the directories of Exe and of the helper
 	base        []string
 	preapproved []Stage
 }
@@ -92,6 +94,7 @@ func New(o Options) (*Executor, error) {
 		o.Sandbox = config.DefaultSandbox()
 	}
 	e := &Executor{o: o, helper: sandbox.HelperFor(o.Exe), base: sandbox.BaseEnv(o.Environ)}
+	e.programs = slices.Compact([]string{filepath.Dir(o.Exe), filepath.Dir(e.helper)})
 	for i, raw := range o.Sandbox.Preapproved {
 		st, err := parseStage(raw)
 		if err != nil {
@@ -168,7 +171,7 @@ func (e *Executor) policy(spec Spec) (*sandbox.Policy, error) {
 	prof.Write = append(append([]string(nil), prof.Write...), spec.Write...)
 	pol, err := sandbox.New(policyName(spec.Policy, e.o.Sandbox), prof, sandbox.Paths{
 		Home: e.o.Home, Cwd: spec.Cwd, Tmp: spec.Tmp, Tools: spec.Tools, Private: e.o.Private,
-		Programs: []string{filepath.Dir(e.o.Exe), filepath.Dir(e.helper)},
+		Programs: e.programs,
 	})
 	if err != nil {
 		return nil, err
