@@ -17,7 +17,7 @@ import (
 func TestLinkedModulesListed(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", "-f", "{{with .Module}}{{.Path}}{{end}}", ".").Output()
 	if err != nil {
-		t.Skipf("go list: %v", err)
+		skipUnlessCI(t, "go list: "+err.Error())
 	}
 	var mods []string
 	for _, m := range strings.Fields(string(out)) {
@@ -118,10 +118,10 @@ func startBare(t *testing.T, exe, build string) reply {
 // it, so the real ollie-sandbox is built; it is of this build.)
 func TestResidentHelperStartsEveryTime(t *testing.T) {
 	if ABI() <= 0 {
-		t.Skip("no Landlock")
+		skipUnlessCI(t, "no Landlock")
 	}
 	if _, err := exec.LookPath("go"); err != nil {
-		t.Skipf("go: %v", err)
+		skipUnlessCI(t, "go: "+err.Error())
 	}
 	dir := t.TempDir()
 	if out, err := exec.Command("go", "build", "-o", dir+"/", "ollie.dev/ollie/cmd/"+HelperName).CombinedOutput(); err != nil {

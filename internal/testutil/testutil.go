@@ -92,6 +92,18 @@ func Require(t testing.TB, program string) {
 	}
 }
 
+// RequireLandlock skips a test that needs the kernel's Landlock, or
+// fails it in CI (CI or OLLIE_REQUIRE_ALL set), as Require does.
+func RequireLandlock(t testing.TB) {
+	t.Helper()
+	if sandbox.ABI() <= 0 {
+		if os.Getenv("CI") != "" || os.Getenv("OLLIE_REQUIRE_ALL") != "" {
+			t.Fatal("no Landlock in this kernel, and this is CI")
+		}
+		t.Skip("no Landlock in this kernel")
+	}
+}
+
 // RequireRoot skips a test that needs root (to mount, say) when it runs
 // as another user, or fails it when OLLIE_REQUIRE_ROOT is set, so that
 // such a test never passes silently where root is expected.
