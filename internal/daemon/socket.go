@@ -43,19 +43,48 @@ func lock(socket string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	for deadline := time.Now().Add(lockWait); ; time.Sleep(10 * time.Millisecond) {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
 		b := make([]byte, 32)
 		n, _ := f.ReadAt(b, 0)
-		f.Close()
 		pid := strings.TrimSpace(string(b[:n]))
-		if pid == "" {
-			pid = "unknown"
+		// A daemon that was killed keeps the lock until the last of its
+		// threads has closed its files, a moment after it may already
+		// have been waited for (seen under load, a daemon holding a few
+		// hundred descriptors): the lock of a daemon that is gone or a
+		// zombie is waited for, a while.
+		if !gone(pid) || time.Now().After(deadline) {
+			f.Close()
+			if pid == "" {
+				pid = "unknown"
+			}
+			return nil, fmt.Errorf("another ollie daemon (pid %s) is already serving %s; stop it with 'ollie stop'", pid, socket)
 		}
-		return nil, fmt.Errorf("another ollie daemon (pid %s) is already serving %s; stop it with 'ollie stop'", pid, socket)
 	}
 	f.Truncate(0)
 	f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	return f, nil
+}
+
+// lockWait is how long a lock whose daemon is gone is waited for.
+const lockWait = 2 * time.Second
+
+// gone says whether the process pid (as the lock file has it) has
+// exited, or is exiting: no such process, or a zombie.
+func gone(pid string) bool {
+	if _, err := strconv.Atoi(pid); err != nil {
+		return false // not a pid: someone else's lock, not to be waited for
+	}
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return true
+	}
+	// pid (comm) state ...: comm may hold spaces and parentheses.
+	i := strings.LastIndexByte(string(b), ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z' || b[i+2] == 'X'
 }
 
 // listenUnix listens on socket with mode 0600, removing a stale socket
