@@ -152,10 +152,13 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	// every session (the system carved around secrets, 2 to 3 ms), which
 	// the sandbox then keeps fresh in the background while it is used.
 	var warm []config.Profile
+	hold := func() {}
 	if p, err := env.Config.Sandbox.Profile(env.Config.Sandbox.Default); err == nil {
 		warm = append(warm, p)
 		home, _ := os.UserHomeDir() // as agent.FromConfig gives the executor
-		go sandbox.WarmBase(p, home, execute.PrivatePaths(env.Config))
+		private := execute.PrivatePaths(env.Config)
+		go sandbox.WarmBase(p, home, private)
+		hold = func() { sandbox.HoldBase(p, home, private) }
 	}
 	go runner.Warm() // the t/ and sk/ indexes every system prompt shows
 	helper := sandbox.HelperFor(env.Argv0)
@@ -167,8 +170,14 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	// What only start-up needed goes back to the system a moment later:
 	// trimmed here, its forced collection and its walk of the mappings
 	// took some 10 ms of CPU from the first answer, which is waited for
-	// by a person or a script that just started ollie.
-	time.AfterFunc(trimAfter, trim.Executable)
+	// by a person or a script that just started ollie. Then too, and
+	// first, the default profile's system paths are opened and held for
+	// the rulesets of new sessions (internal/sandbox/heldpaths.go), which
+	// once waited for the kernel in the first stage of the daemon.
+	time.AfterFunc(trimAfter, func() {
+		hold()
+		trim.Executable()
+	})
 	// And what requests bring in, once they stop.
 	go trim.WhenIdle(ctx, d.Server.Stats.TotalOps)
 	err = d.Run(ctx)

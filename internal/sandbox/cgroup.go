@@ -19,7 +19,6 @@ package sandbox
 // holds for an ordinary user, and ProcessLimit says what is enforced.
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -117,31 +116,23 @@ func cgroupMounts() ([]cgroupMount, error) {
 			}
 		}
 	}
-	mi, err := os.Open("/proc/self/mountinfo")
+	ms, err := mounts()
 	if err != nil {
 		return nil, err
 	}
-	defer mi.Close()
 	var v1, v2 []cgroupMount
-	sc := bufio.NewScanner(mi)
-	for sc.Scan() {
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		f, g := strings.Fields(pre), strings.Fields(post)
-		if !ok || len(f) < 5 || len(g) < 3 {
-			continue
-		}
-		root, point := f[3], f[4]
+	for _, m := range ms {
 		switch {
-		case g[0] == "cgroup2":
-			dir := filepath.Join(point, strings.TrimPrefix(own[""], root))
+		case m.fstype == "cgroup2":
+			dir := filepath.Join(m.point, strings.TrimPrefix(own[""], m.root))
 			if c, _ := os.ReadFile(filepath.Join(dir, "cgroup.controllers")); hasWord(string(c), "pids") {
 				v2 = append(v2, cgroupMount{dir, true})
 			}
-		case g[0] == "cgroup" && hasWord(strings.ReplaceAll(g[2], ",", " "), "pids"):
-			v1 = append(v1, cgroupMount{filepath.Join(point, strings.TrimPrefix(own["pids"], root)), false})
+		case m.fstype == "cgroup" && hasWord(strings.ReplaceAll(m.superOpts, ",", " "), "pids"):
+			v1 = append(v1, cgroupMount{filepath.Join(m.point, strings.TrimPrefix(own["pids"], m.root)), false})
 		}
 	}
-	return append(v2, v1...), sc.Err()
+	return append(v2, v1...), nil
 }
 
 func hasWord(s, w string) bool {

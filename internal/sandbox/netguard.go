@@ -129,15 +129,13 @@ func ownV2Cgroup() (string, error) {
 			own = p
 		}
 	}
-	mi, err := os.ReadFile("/proc/self/mountinfo")
+	ms, err := mounts()
 	if err != nil {
 		return "", err
 	}
-	for _, l := range strings.Split(string(mi), "\n") {
-		pre, post, _ := strings.Cut(l, " - ")
-		f, g := strings.Fields(pre), strings.Fields(post)
-		if own != "" && len(f) >= 5 && len(g) >= 1 && g[0] == "cgroup2" {
-			return filepath.Join(f[4], strings.TrimPrefix(own, f[3])), nil
+	for _, m := range ms {
+		if own != "" && m.fstype == "cgroup2" {
+			return filepath.Join(m.point, strings.TrimPrefix(own, m.root)), nil
 		}
 	}
 	return "", fmt.Errorf("port guard: no cgroup v2 hierarchy")

@@ -224,7 +224,7 @@ func cached(key string, still func(*cachedRuleset) bool) (fd int, flags uint32, 
 // reuseRuleset returns a ruleset for p under c, the caller's to close: a
 // duplicate of a cached one whose paths still name the same files, or a
 // new one built by build (and cached).
-func reuseRuleset(c landlock.Config, p *Policy, build func() (int, uint32, error)) (int, uint32, error) {
+func reuseRuleset(c landlock.Config, p *Policy, build func(ids []fileID) (int, uint32, error)) (int, uint32, error) {
 	key := rulesetKey(c, p)
 	paths := allPaths(p)
 	if fd, flags, _ := cached(key, func(cr *cachedRuleset) bool {
@@ -255,7 +255,7 @@ func reuseRuleset(c landlock.Config, p *Policy, build func() (int, uint32, error
 			return fd, flags, nil
 		}
 	}
-	fd, flags, err := build()
+	fd, flags, err := build(ids)
 	if err != nil || fd < 0 || !ok {
 		return fd, flags, err
 	}

@@ -23,7 +23,7 @@ func TestRulesetReusedOnlyForSameFiles(t *testing.T) {
 	os.Mkdir(a, 0o700)
 	pol := &Policy{Name: "t", RODirs: []string{a, b}}
 	builds := 0
-	build := func() (int, uint32, error) {
+	build := func([]fileID) (int, uint32, error) {
 		builds++
 		return landlockConfig(pol).NewRulesetFD(pol.rules()...)
 	}
@@ -136,7 +136,7 @@ func TestOneBuildAtATime(t *testing.T) {
 	pol := &Policy{Name: "t", RODirs: []string{t.TempDir()}}
 	var builds atomic.Int32
 	release := make(chan struct{})
-	build := func() (int, uint32, error) {
+	build := func([]fileID) (int, uint32, error) {
 		if builds.Add(1) == 1 {
 			<-release
 		}
@@ -167,14 +167,14 @@ func TestOneBuildAtATime(t *testing.T) {
 
 	failing := &Policy{Name: "f", RODirs: []string{t.TempDir()}}
 	fails := 0
-	_, _, err := reuseRuleset(landlockConfig(failing), failing, func() (int, uint32, error) {
+	_, _, err := reuseRuleset(landlockConfig(failing), failing, func([]fileID) (int, uint32, error) {
 		fails++
 		return -1, 0, os.ErrInvalid
 	})
 	if err == nil {
 		t.Fatal("a failed build reported no error")
 	}
-	fd, _, err := reuseRuleset(landlockConfig(failing), failing, func() (int, uint32, error) {
+	fd, _, err := reuseRuleset(landlockConfig(failing), failing, func([]fileID) (int, uint32, error) {
 		fails++
 		return landlockConfig(failing).NewRulesetFD(failing.rules()...)
 	})

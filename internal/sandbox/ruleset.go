@@ -105,16 +105,16 @@ func (p *Policy) Prepare(allowUnsandboxed bool) (*Prepared, error) {
 	if mode != Landlock {
 		return pr, nil
 	}
-	// go-landlock opens every path and does not retry EINTR; building
-	// the ruleset again from scratch is safe (the failed one is closed).
+	// go-landlock does not retry EINTR; building the ruleset again from
+	// scratch is safe (the failed one is closed).
 	type built struct {
 		fd    int
 		flags uint32
 	}
 	c := landlockConfig(lp)
-	fd, flags, err := reuseRuleset(c, lp, func() (int, uint32, error) {
+	fd, flags, err := reuseRuleset(c, lp, func(ids []fileID) (int, uint32, error) {
 		b, err := retry1(func() (built, error) {
-			fd, flags, err := c.NewRulesetFD(lp.rules()...)
+			fd, flags, err := buildRuleset(c, lp, ids)
 			return built{fd, flags}, err
 		})
 		return b.fd, b.flags, err
@@ -185,6 +185,12 @@ func (p *Policy) rules() []landlock.Rule {
 		landlock.RWDirs(p.RWDirs...).WithRefer().IgnoreIfMissing(),
 		landlock.RWFiles(p.RWFiles...).IgnoreIfMissing(),
 	}
+	return append(rules, p.netRules()...)
+}
+
+// netRules are the network rules of p.
+func (p *Policy) netRules() []landlock.Rule {
+	var rules []landlock.Rule
 	for _, port := range p.Net.Connect {
 		rules = append(rules, landlock.ConnectTCP(port))
 	}
