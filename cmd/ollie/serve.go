@@ -17,6 +17,7 @@ import (
 	"ollie.dev/ollie/internal/ninep"
 	"ollie.dev/ollie/internal/redact"
 	"ollie.dev/ollie/internal/sandbox"
+	"ollie.dev/ollie/internal/session"
 	"ollie.dev/ollie/internal/trim"
 )
 
@@ -161,6 +162,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		hold = func() { sandbox.HoldBase(p, home, private) }
 	}
 	go runner.Warm() // the t/ and sk/ indexes every system prompt shows
+	go runner.WarmBackend(ctx, session.DefaultAgent)
 	helper := sandbox.HelperFor(env.Argv0)
 	if helper == env.Argv0 {
 		logger.Printf("no %s beside %s: ollie is its own sandbox helper, which takes more memory and time to start",

@@ -56,8 +56,13 @@ func TestShCommands(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
+	// The model in use: the first the backend lists once the daemon has
+	// asked it (WarmBackend asks at start), "(default)" before.
+	greeting := "session " + id + " (first) (resumed) in " + e.cwd + ", model "
+	if !strings.Contains(out, greeting+"base; /help for help\n") && !strings.Contains(out, greeting+"(default); /help for help\n") {
+		t.Errorf("output lacks %q followed by base or (default)", greeting)
+	}
 	for _, want := range []string{
-		"session " + id + " (first) (resumed) in " + e.cwd + ", model (default); /help for help\n",
 		"> say hello\nhello\n[idle · 1 requests · ",
 		"Let me look.\n⚙ sh: for i in 1 2 3 4 5 6; do echo line $i; done\n  │ line 1\n  │ line 2\n  │ line 3\n  │ line 4\n  │ … 2 more lines\ndone\n",
 		"> /usage\ninput ", "requests 3\n", "context ",

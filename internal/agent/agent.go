@@ -120,27 +120,66 @@ func (r *Runner) setup(ctx context.Context, t *session.Turn) (*setup, error) {
 		return nil, err
 	}
 	st.be = be
-	st.model = firstOf(meta.Model, a.Model)
-	if st.model == "" && r.configModel(be.Name()) == "" {
-		m, err := r.firstModel(ctx, be)
-		if err != nil {
-			return nil, err
-		}
-		st.model = m
+	if st.model, err = r.model(ctx, be, firstOf(meta.Model, a.Model)); err != nil {
+		return nil, err
 	}
 	st.maxStep = firstInt(meta.Params.MaxSteps, a.MaxSteps, 50)
 	st.fenced = r.isFenced(be.Name(), st.model)
 	if st.system, err = r.compose(ctx, a, meta, st); err != nil {
 		return nil, err
 	}
-	st.window = a.ContextWindow
-	if st.window == 0 {
-		if w, err := be.ContextWindow(ctx, st.model); err == nil {
-			st.window = w
-		}
-	}
+	st.window = r.window(ctx, be, a, st.model)
 	return st, nil
 }
+
+// model is the model a turn asks be for: the one named, else none (the
+// backend's configured one), else the first be lists.
+func (r *Runner) model(ctx context.Context, be backend.Backend, named string) (string, error) {
+	if named != "" || r.configModel(be.Name()) != "" {
+		return named, nil
+	}
+	return r.firstModel(ctx, be)
+}
+
+// window is the context window of model on be for agent a: a's own,
+// else what be says (0 if it cannot tell).
+func (r *Runner) window(ctx context.Context, be backend.Backend, a *agentcfg.Agent, model string) int {
+	if a.ContextWindow > 0 {
+		return a.ContextWindow
+	}
+	w, err := be.ContextWindow(ctx, model)
+	if err != nil {
+		return 0
+	}
+	return w
+}
+
+// WarmBackend asks, ahead of the first turn, what the first turn of
+// agent's sessions asks the model's server before its request: the model
+// when none is configured (a local server's list), and its context
+// window. Both are kept for every later turn (a failure is not: the turn
+// asks again, and reports it). On a first turn they took 1.5 to 2.5 ms
+// of new connections and cold code. The daemon calls it in the
+// background once it serves.
+func (r *Runner) WarmBackend(ctx context.Context, agent string) {
+	a, err := r.loadAgent(agent)
+	if err != nil {
+		return
+	}
+	be, err := r.backend("", a.Backend)
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, warmTimeout)
+	defer cancel()
+	if model, err := r.model(ctx, be, a.Model); err == nil {
+		r.window(ctx, be, a, model)
+	}
+}
+
+// warmTimeout bounds WarmBackend: a server that does not answer is no
+// reason to keep a request open.
+const warmTimeout = 10 * time.Second
 
 func (r *Runner) configModel(be string) string {
 	for _, b := range r.o.Config.Backends {

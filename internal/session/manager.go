@@ -25,7 +25,8 @@ type Options struct {
 	TreeDir string
 	// Runner runs turns; nil makes every turn fail with a clear error.
 	Runner Runner
-	// DefaultAgent is the agent of a session that names none.
+	// DefaultAgent is the agent of a session that names none
+	// (DefaultAgent if empty).
 	DefaultAgent string
 	// CheckAgent and CheckBackend validate names given in new or cfg.
 	CheckAgent   func(name string) error
@@ -65,12 +66,16 @@ type Manager struct {
 	notify notifier // sessions added, removed or renamed
 }
 
+// DefaultAgent is the agent of a session that names none, unless
+// Options say otherwise.
+const DefaultAgent = "default"
+
 // Open loads the sessions in o.Dir. A turn that a crash cut short is
 // marked in its chat and waits for `ctl resume`; it is never re-run by
 // itself.
 func Open(o Options) (*Manager, error) {
 	if o.DefaultAgent == "" {
-		o.DefaultAgent = "default"
+		o.DefaultAgent = DefaultAgent
 	}
 	if err := os.MkdirAll(o.Dir, 0700); err != nil {
 		return nil, err
