@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -19,27 +18,41 @@ import (
 // 250 paths, adds its rule and closes it again: 1.0 ms of a new session's
 // first stage of 1.7 ms in the cache's miss path, under load. Nearly all
 // of those paths are the carved system, the same for every session. So
-// a ruleset is built here instead, from descriptors kept open: each path
-// of a ruleset is held (opened O_PATH) after its first build, and a
-// later build adds the rule for it from the held descriptor when the
-// path still names the file held: the cache's miss path has just looked
-// at every path (pathIDs), and a rule binds to the inode the descriptor
-// refers to, so the rule is the one a fresh open would have given.
+// a ruleset is built here instead, from descriptors kept open: the
+// default profile's base (the system and the home carved around
+// secrets) is held, each path opened O_PATH once (HoldBase), and a build
+// adds the rule for a path from the held descriptor when the path still
+// names the file held: the cache's miss path has just looked at every
+// path (pathIDs), and a rule binds to the inode the descriptor refers to,
+// so the rule is the one a fresh open would have given. A build opens the
+// others as go-landlock did; it replaces a held descriptor whose path
+// now names another file, and drops one whose path is gone.
 //
-// Only paths on the system's own file systems are held: a descriptor
-// keeps its mount busy, and a session's tmp/ (a tmpfs unmounted with the
-// session) or a project on a removable disk must stay unmountable.
+// What is held is chosen so that holding it surprises no one:
+//   - only paths on the system's own mounts: a descriptor keeps its
+//     mount busy, and a session's tmp/ (a tmpfs unmounted with the
+//     session) or a removable disk must stay unmountable;
+//   - no file in the home: a descriptor of a deleted file keeps its
+//     blocks, and a big file a user deletes must give its space back
+//     (directories, and the system's files, are small);
+//   - nothing a session adds (its cwd, its tmp/), which would only grow.
 //
 // Nothing is held before HoldBase: holding some 250 descriptors grows
 // the daemon's descriptor table from 64 entries to 512, and the kernel
 // waits for an RCU grace period at each growth of a table its threads
 // share (5 to 10 ms here; the first stage of the daemon took 18 to 34 ms
 // instead of 4 when its build grew it three times). HoldBase grows it
-// once, off any request's path, and holds the default profile's system
-// paths.
+// once, off any request's path.
 
-// maxHeld bounds the descriptors held.
-const maxHeld = 4096
+// maxHeld bounds the descriptors held: at most a quarter of the
+// descriptors the daemon may open, and 4,096.
+var maxHeld = sync.OnceValue(func() int {
+	var rl unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &rl) != nil {
+		return 0
+	}
+	return int(min(rl.Cur/4, 4096))
+})
 
 // heldPath is a held descriptor and the file it was opened on.
 type heldPath struct {
@@ -50,17 +63,15 @@ type heldPath struct {
 var held struct {
 	mu sync.RWMutex // read: descriptors borrowed for a build; write: a change of m
 	m  map[string]heldPath
-	on atomic.Bool // HoldBase has run: builds hold what they open
 }
 
 // fdTableSize is the size the descriptor table is grown to at once.
 const fdTableSize = 1024
 
-// HoldBase holds the paths of p's base (the system carved around
-// secrets, for a daemon whose home and private paths are these), after
-// growing the descriptor table to fdTableSize entries; from then on,
-// builds hold the paths they open. The daemon calls it once, a moment
-// after it starts.
+// HoldBase holds the paths of p's base (the system and the home carved
+// around secrets, for a daemon whose home and private paths are these)
+// that may be held, after growing the descriptor table to fdTableSize
+// entries. The daemon calls it once, a moment after it starts.
 func HoldBase(p config.Profile, home string, private []string) {
 	if ABI() < minReferABI {
 		return
@@ -73,22 +84,35 @@ func HoldBase(p config.Profile, home string, private []string) {
 	}
 	b, err := cachedBase(p, Paths{Home: home, Private: private})
 	ms, merr := mounts()
-	if err == nil && merr == nil {
-		fresh := map[string]heldPath{}
-		for _, path := range onSystemMounts(slices.Concat(b.dirs, b.files), ms) {
-			fd, err := retry1(func() (int, error) { return unix.Open(path, heldOpenFlags, 0) })
-			if err != nil {
-				continue
-			}
-			if h, ok := holdable(fd); ok {
-				fresh[path] = h
-			} else {
-				unix.Close(fd)
-			}
-		}
-		hold(fresh)
+	if err != nil || merr != nil {
+		return
 	}
-	held.on.Store(true)
+	files := b.files
+	if home != "" {
+		home = resolve(home) // as the base has it
+		files = slices.DeleteFunc(slices.Clone(files), func(f string) bool { return within(f, home) })
+	}
+	holdPaths(onSystemMounts(slices.Concat(b.dirs, files), ms))
+}
+
+// holdPaths opens and holds paths, those that may be held (holdable).
+func holdPaths(paths []string) {
+	fresh := map[string]heldPath{}
+	for _, path := range paths {
+		fd, err := retry1(func() (int, error) { return unix.Open(path, heldOpenFlags, 0) })
+		if err != nil {
+			continue
+		}
+		if h, ok := holdable(fd); ok {
+			if old, dup := fresh[path]; dup {
+				unix.Close(old.fd)
+			}
+			fresh[path] = h
+		} else {
+			unix.Close(fd)
+		}
+	}
+	hold(fresh, true, nil)
 }
 
 // systemMounts are the mount points of the file systems whose paths may
@@ -151,7 +175,10 @@ func buildRuleset(c landlock.Config, p *Policy, ids []fileID) (int, uint32, erro
 		return fd, flags, err
 	}
 	handled := handledFS(c)
-	var fresh map[string]heldPath // opened now, to be held
+	var (
+		fresh map[string]heldPath // opened now for a held path that names another file
+		gone  []string            // held paths that are gone
+	)
 	i := 0
 	add := func(paths []string, access landlock.AccessFSSet) error {
 		access &= handled
@@ -164,8 +191,11 @@ func buildRuleset(c landlock.Config, p *Policy, ids []fileID) (int, uint32, erro
 			if access == 0 {
 				continue // go-landlock adds no rule without access either
 			}
-			pfd, own, err := heldFD(path, id)
+			pfd, own, isHeld, err := heldFD(path, id)
 			if errors.Is(err, unix.ENOENT) {
+				if isHeld {
+					gone = append(gone, path)
+				}
 				continue // IgnoreIfMissing
 			}
 			if err != nil {
@@ -174,7 +204,7 @@ func buildRuleset(c landlock.Config, p *Policy, ids []fileID) (int, uint32, erro
 			attr := ll.PathBeneathAttr{ParentFd: pfd, AllowedAccess: uint64(access)}
 			err = retry(func() error { return ll.LandlockAddPathBeneathRule(fd, &attr, 0) })
 			if own {
-				if h, ok := holdable(pfd); ok && held.on.Load() {
+				if h, ok := holdable(pfd); ok && isHeld {
 					if fresh == nil {
 						fresh = map[string]heldPath{}
 					}
@@ -204,7 +234,7 @@ func buildRuleset(c landlock.Config, p *Policy, ids []fileID) (int, uint32, erro
 		err = add(p.RWFiles, accessRWFiles)
 	}
 	held.mu.RUnlock()
-	hold(fresh)
+	hold(fresh, false, gone)
 	if err != nil {
 		unix.Close(fd)
 		return -1, 0, err
@@ -232,14 +262,15 @@ func onSystemMounts(paths []string, ms []mount) []string {
 }
 
 // heldFD returns a descriptor of path for a rule: the held one if it is
-// on id (known and existing), else one opened now, which the caller owns.
-// The caller holds held.mu for reading.
-func heldFD(path string, id fileID) (fd int, own bool, err error) {
-	if h, ok := held.m[path]; ok && id.exists && h.id == id {
-		return h.fd, false, nil
+// on id (known and existing), else one opened now, which the caller owns;
+// and whether path is held. The caller holds held.mu for reading.
+func heldFD(path string, id fileID) (fd int, own, isHeld bool, err error) {
+	h, isHeld := held.m[path]
+	if isHeld && id.exists && h.id == id {
+		return h.fd, false, true, nil
 	}
 	fd, err = retry1(func() (int, error) { return unix.Open(path, heldOpenFlags, 0) })
-	return fd, err == nil, err
+	return fd, err == nil, isHeld, err
 }
 
 // holdable says whether a descriptor opened now may be held, and what
@@ -253,9 +284,11 @@ func holdable(fd int) (heldPath, bool) {
 }
 
 // hold keeps the descriptors of fresh, each in place of the one held for
-// its path before, if any (closed), within maxHeld; the others are closed.
-func hold(fresh map[string]heldPath) {
-	if len(fresh) == 0 {
+// its path (closed); a path not held yet only if add is set, and within
+// maxHeld. The descriptors not kept are closed, and so are those of the
+// paths gone.
+func hold(fresh map[string]heldPath, add bool, gone []string) {
+	if len(fresh) == 0 && len(gone) == 0 {
 		return
 	}
 	var drop []int
@@ -263,12 +296,18 @@ func hold(fresh map[string]heldPath) {
 	if held.m == nil {
 		held.m = map[string]heldPath{}
 	}
+	for _, path := range gone {
+		if old, ok := held.m[path]; ok {
+			drop = append(drop, old.fd)
+			delete(held.m, path)
+		}
+	}
 	for path, h := range fresh {
 		old, ok := held.m[path]
 		switch {
 		case ok:
 			drop = append(drop, old.fd)
-		case len(held.m) >= maxHeld:
+		case !add || len(held.m) >= maxHeld():
 			drop = append(drop, h.fd)
 			continue
 		}

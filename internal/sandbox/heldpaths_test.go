@@ -8,11 +8,12 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"ollie.dev/ollie/internal/config"
 )
 
-// heldOn lets builds hold what they open for the test, with the
-// temporary directories counted as the system's, and puts everything
-// back after it.
+// heldOn counts the temporary directories as the system's, so that
+// their paths may be held, and lets go of everything held after the test.
 func heldOn(t *testing.T) {
 	t.Helper()
 	var st unix.Stat_t
@@ -28,10 +29,8 @@ func heldOn(t *testing.T) {
 		}
 		return m
 	}
-	held.on.Store(true)
 	t.Cleanup(func() {
 		systemDevs = saved
-		held.on.Store(false)
 		held.mu.Lock()
 		for _, h := range held.m {
 			unix.Close(h.fd)
@@ -119,28 +118,18 @@ func TestBuiltRulesetsGrantWhatGoLandlockGrants(t *testing.T) {
 		case "go-landlock":
 			fd, flags, err = c.NewRulesetFD(pol.rules()...)
 		case "opened":
-			fd, flags, err = buildRuleset(c, pol, nil) // holds them
+			fd, flags, err = buildRuleset(c, pol, nil)
+			if isHeld(filepath.Join(root, "ro")) {
+				t.Fatal("a build held a path")
+			}
 		case "held":
+			holdPaths(allPaths(pol))
+			if !isHeld(filepath.Join(root, "ro")) || !isHeld("/usr") || !isHeld(filepath.Join(root, "rwfile")) {
+				t.Fatal("the paths are not held")
+			}
 			ids, _, ok := pathIDs(allPaths(pol))
 			if !ok {
 				t.Fatal("paths not looked at")
-			}
-			held.mu.RLock()
-			_, isHeld := held.m[filepath.Join(root, "ro")]
-			held.mu.RUnlock()
-			if isHeld {
-				t.Fatal("a path of another directory held")
-			}
-			// the same root's paths held by a first build
-			if fd, _, err = buildRuleset(c, pol, ids); err != nil {
-				t.Fatal(err)
-			}
-			unix.Close(fd)
-			held.mu.RLock()
-			_, isHeld = held.m[filepath.Join(root, "ro")]
-			held.mu.RUnlock()
-			if !isHeld {
-				t.Fatal("the paths of a build are not held")
 			}
 			fd, flags, err = buildRuleset(c, pol, ids)
 		}
@@ -185,13 +174,10 @@ func TestHeldPathReplacedIsNotGranted(t *testing.T) {
 		t.Fatal(err)
 	}
 	pol := testPolicy(root)
-	pr := prepareFrom(t, pol)
-	pr.Close()
-	held.mu.RLock()
-	_, isHeld := held.m[filepath.Join(root, "ro")]
-	held.mu.RUnlock()
-	if !isHeld {
-		t.Fatal("ro/ not held after a build")
+	holdPaths(allPaths(pol))
+	was := heldID(filepath.Join(root, "ro"))
+	if !was.exists {
+		t.Fatal("ro/ not held")
 	}
 	moved := filepath.Join(root, "out", "ro")
 	if err := os.Rename(filepath.Join(root, "ro"), moved); err != nil {
@@ -200,7 +186,7 @@ func TestHeldPathReplacedIsNotGranted(t *testing.T) {
 	os.Mkdir(filepath.Join(root, "ro"), 0o755)
 	os.WriteFile(filepath.Join(root, "ro", "f"), []byte("x\n"), 0o644)
 	pol.RWDirs = append(pol.RWDirs, t.TempDir()) // another policy: built, not reused
-	pr = prepareFrom(t, pol)
+	pr := prepareFrom(t, pol)
 	defer pr.Close()
 	out, err := runHelper(t, pr, exe, "cat "+moved+"/secret 2>/dev/null && echo read-moved; cat "+root+"/ro/f && echo read-new")
 	if err != nil {
@@ -211,6 +197,42 @@ func TestHeldPathReplacedIsNotGranted(t *testing.T) {
 	}
 	if !strings.Contains(out, "read-new") {
 		t.Errorf("a stage could not read the new ro/: %q", out)
+	}
+	if now := heldID(filepath.Join(root, "ro")); !now.exists || now == was {
+		t.Errorf("the held ro/ was not replaced by the new one: %v, was %v", now, was)
+	}
+}
+
+func isHeld(path string) bool { return heldID(path).exists }
+
+func heldID(path string) fileID {
+	held.mu.RLock()
+	defer held.mu.RUnlock()
+	return held.m[path].id
+}
+
+// A held path that is gone is let go at the next build that looks for
+// it: its descriptor would keep what it was on.
+func TestGoneHeldPathLetGo(t *testing.T) {
+	if ABI() < minReferABI {
+		skipUnlessCI(t, "no landlock with refer")
+	}
+	heldOn(t)
+	root := t.TempDir()
+	layOut(t, root)
+	pol := testPolicy(root)
+	holdPaths(allPaths(pol))
+	if !isHeld(filepath.Join(root, "rofile")) {
+		t.Fatal("rofile not held")
+	}
+	os.Remove(filepath.Join(root, "rofile"))
+	pol.RWDirs = append(pol.RWDirs, t.TempDir())
+	prepareFrom(t, pol).Close()
+	if isHeld(filepath.Join(root, "rofile")) {
+		t.Error("a removed file is still held after a build looked for it")
+	}
+	if !isHeld(filepath.Join(root, "ro")) {
+		t.Error("ro/ was let go")
 	}
 }
 
@@ -265,5 +287,29 @@ func TestHoldBaseLooksOnlyAtSystemMounts(t *testing.T) {
 	}
 	if m := unescapeMount(`/home/u/my\040disk`); m != "/home/u/my disk" {
 		t.Errorf("unescaped %q", m)
+	}
+}
+
+// HoldBase holds the base's directories in the home, but not its files:
+// a file a user deletes must give its blocks back.
+func TestHoldBaseKeepsNoFileOfTheHome(t *testing.T) {
+	if ABI() < minReferABI {
+		skipUnlessCI(t, "no landlock with refer")
+	}
+	heldOn(t)
+	home := t.TempDir()
+	for _, d := range []string{".ssh", "d"} {
+		os.Mkdir(filepath.Join(home, d), 0o700)
+	}
+	os.WriteFile(filepath.Join(home, "big"), []byte("x"), 0o600)
+	HoldBase(config.Profile{System: true, Home: true}, home, nil) // a profile that lets stages read the home
+	if !isHeld(filepath.Join(home, "d")) {
+		t.Fatalf("the home's directory d/ is not held (the home is carved around .ssh)")
+	}
+	if isHeld(filepath.Join(home, "big")) {
+		t.Error("a file of the home is held")
+	}
+	if !isHeld("/etc/hosts") && !isHeld("/etc") {
+		t.Error("neither /etc nor /etc/hosts held")
 	}
 }
