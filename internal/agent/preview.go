@@ -12,7 +12,7 @@ import (
 // turn's own composition (setup, compose), without the network: the model
 // is the one InUse names, where a turn might first ask the backend.
 func (r *Runner) SystemPrompt(ctx context.Context, s *session.Session) error {
-	meta := s.Meta()
+	meta, vers := s.SettingsVersion()
 	a, err := r.loadAgent(meta.Agent)
 	if err != nil {
 		return err
@@ -28,5 +28,5 @@ func (r *Runner) SystemPrompt(ctx context.Context, s *session.Session) error {
 	if err != nil {
 		return err
 	}
-	return s.SetSystemPrompt(text)
+	return s.SetSystemPrompt(text, vers)
 }

@@ -49,6 +49,7 @@ func (s *Session) SetCfg(kv map[string]string) error {
 		return err
 	}
 	s.meta = meta
+	s.metaVers++
 	s.publishLocked()
 	s.eventLocked("cfg", map[string]any{"changed": keys(kv)})
 	return nil

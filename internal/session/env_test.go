@@ -159,3 +159,23 @@ func TestSetEnvConcurrent(t *testing.T) {
 		t.Errorf("env after %d writers: %+v", n, got)
 	}
 }
+
+// A system prompt rendered from settings that changed while it was
+// rendered is dropped: the render made for the change, which may end
+// first, stays.
+func TestStaleSystemPromptDropped(t *testing.T) {
+	s := newSession(t)
+	_, old := s.SettingsVersion()
+	if err := s.SetCfg(map[string]string{"model": "m2"}); err != nil {
+		t.Fatal(err)
+	}
+	_, vers := s.SettingsVersion()
+	if vers == old {
+		t.Fatal("the settings' version did not change with them")
+	}
+	s.SetSystemPrompt("for m2", vers)
+	s.SetSystemPrompt("for the old settings", old)
+	if got := string(s.SystemPrompt()); got != "for m2" {
+		t.Errorf("system prompt %q, want the one rendered for the new settings", got)
+	}
+}

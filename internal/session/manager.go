@@ -291,6 +291,7 @@ func (m *Manager) Rename(key, name string) error {
 	}
 	delete(m.byName, s.meta.Name)
 	s.meta = meta
+	s.metaVers++
 	s.publishLocked()
 	m.byName[name] = s
 	m.notify.broadcast()

@@ -52,6 +52,7 @@ type Session struct {
 	systemSet    bool
 	systemOnDisk bool      // the file systemprompt holds system
 	systemVers   uint32    // changes with system
+	metaVers     uint64    // changes with meta: a system prompt rendered for older settings is stale
 	systemTime   time.Time // when system last changed
 	offset       int64     // chat size just after the last user prompt; -1 until found after a load
 	prev         string

@@ -212,15 +212,31 @@ func (t *Turn) SetSystemPrompt(text string) error {
 	return nil
 }
 
+// SettingsVersion returns the session's settings and a version of them
+// that changes whenever they do, for SetSystemPrompt.
+func (s *Session) SettingsVersion() (Meta, uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.meta, s.metaVers
+}
+
 // SetSystemPrompt records the system prompt the next turn will send,
-// rendered before it (at creation, after a change of settings), so that
-// systemprompt is true before the first turn. It is kept in memory only:
-// the file on disk is what a turn sent (Turn.SetSystemPrompt), and
-// writing it here cost a file's creation, a third of a session's.
-func (s *Session) SetSystemPrompt(text string) error {
+// rendered before it (at creation, after a change of settings) from the
+// settings of version vers (SettingsVersion), so that systemprompt is true
+// before the first turn. A text rendered from settings changed since is
+// dropped: renders run at once (a change of settings, and a pass over
+// every session after a change to a/, p/, t/ or sk/), and one that began
+// before the change could end after the one made for it. The prompt is
+// kept in memory only: the file on disk is what a turn sent
+// (Turn.SetSystemPrompt), and writing it here cost a file's creation, a
+// third of a session's.
+func (s *Session) SetSystemPrompt(text string, vers uint64) error {
 	text = s.m.o.Redact.String(text)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if vers != s.metaVers {
+		return nil
+	}
 	if s.setSystemLocked(text) {
 		s.systemOnDisk = false
 	}
