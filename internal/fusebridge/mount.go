@@ -1,12 +1,10 @@
 package fusebridge
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -15,6 +13,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"ollie.dev/ollie/internal/errs"
+	"ollie.dev/ollie/internal/mountinfo"
 	"ollie.dev/ollie/internal/ninep/client"
 )
 
@@ -186,40 +185,7 @@ func checkMountPoint(dir string, logf func(string, ...any)) error {
 }
 
 // IsMountPoint reports whether dir is listed in /proc/self/mountinfo.
-func IsMountPoint(dir string) bool {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) > 4 && unescapeMountinfo(fields[4]) == dir {
-			return true
-		}
-	}
-	return false
-}
-
-// unescapeMountinfo undoes the octal escapes (\040 for space) of
-// /proc/self/mountinfo.
-func unescapeMountinfo(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			v := (s[i+1]-'0')<<6 | (s[i+2]-'0')<<3 | (s[i+3] - '0')
-			b.WriteByte(v)
-			i += 3
-			continue
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
+func IsMountPoint(dir string) bool { return mountinfo.IsMountPoint(dir) }
 
 // SetDebug turns FUSE request logging on or off.
 func (s *Server) SetDebug(on bool) { s.fuse.SetDebug(on) }

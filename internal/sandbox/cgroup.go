@@ -29,6 +29,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"ollie.dev/ollie/internal/mountinfo"
 )
 
 // A cgroupRoot is the daemon's directory of stage cgroups.
@@ -116,20 +118,20 @@ func cgroupMounts() ([]cgroupMount, error) {
 			}
 		}
 	}
-	ms, err := mounts()
+	ms, err := mountinfo.Read()
 	if err != nil {
 		return nil, err
 	}
 	var v1, v2 []cgroupMount
 	for _, m := range ms {
 		switch {
-		case m.fstype == "cgroup2":
-			dir := filepath.Join(m.point, strings.TrimPrefix(own[""], m.root))
+		case m.FSType == "cgroup2":
+			dir := filepath.Join(m.Point, strings.TrimPrefix(own[""], m.Root))
 			if c, _ := os.ReadFile(filepath.Join(dir, "cgroup.controllers")); hasWord(string(c), "pids") {
 				v2 = append(v2, cgroupMount{dir, true})
 			}
-		case m.fstype == "cgroup" && hasWord(strings.ReplaceAll(m.superOpts, ",", " "), "pids"):
-			v1 = append(v1, cgroupMount{filepath.Join(m.point, strings.TrimPrefix(own["pids"], m.root)), false})
+		case m.FSType == "cgroup" && hasWord(strings.ReplaceAll(m.SuperOpts, ",", " "), "pids"):
+			v1 = append(v1, cgroupMount{filepath.Join(m.Point, strings.TrimPrefix(own["pids"], m.Root)), false})
 		}
 	}
 	return append(v2, v1...), nil

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"ollie.dev/ollie/internal/config"
+	"ollie.dev/ollie/internal/mountinfo"
 )
 
 // A ruleset that cannot be reused (a new session's: its cwd and tmp/ are
@@ -83,7 +84,7 @@ func HoldBase(p config.Profile, home string, private []string) {
 		unix.Close(fd)
 	}
 	b, err := cachedBase(p, Paths{Home: home, Private: private})
-	ms, merr := mounts()
+	ms, merr := mountinfo.Read()
 	if err != nil || merr != nil {
 		return
 	}
@@ -247,10 +248,10 @@ func buildRuleset(c landlock.Config, p *Policy, ids []fileID) (int, uint32, erro
 // looked at: a base has the mounts under the home too (the tree's own
 // FUSE mount, a user's), and a look there can wait on its server, which
 // for the tree is the daemon itself, as it is stopped or killed.
-func onSystemMounts(paths []string, ms []mount) []string {
+func onSystemMounts(paths []string, ms []mountinfo.Mount) []string {
 	points := make([]string, len(ms))
 	for i, m := range ms {
-		points[i] = m.point
+		points[i] = m.Point
 	}
 	var out []string
 	for _, path := range paths {

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"ollie.dev/ollie/internal/config"
+	"ollie.dev/ollie/internal/mountinfo"
 )
 
 // heldOn counts the temporary directories as the system's, so that
@@ -274,19 +275,16 @@ func TestOnlySystemPathsHeld(t *testing.T) {
 // FUSE mount (the tree's own, served by the daemon) or a tmpfs under
 // them, nor at a file system mounted on a directory with a space.
 func TestHoldBaseLooksOnlyAtSystemMounts(t *testing.T) {
-	ms := []mount{
-		{point: "/", fstype: "ext4"}, {point: "/proc", fstype: "proc"}, {point: "/dev", fstype: "devtmpfs"},
-		{point: "/dev/shm", fstype: "tmpfs"}, {point: "/home/u/mnt/ollie", fstype: "fuse.ollie"},
-		{point: "/home/u/my disk", fstype: "vfat"},
+	ms := []mountinfo.Mount{
+		{Point: "/", FSType: "ext4"}, {Point: "/proc", FSType: "proc"}, {Point: "/dev", FSType: "devtmpfs"},
+		{Point: "/dev/shm", FSType: "tmpfs"}, {Point: "/home/u/mnt/ollie", FSType: "fuse.ollie"},
+		{Point: "/home/u/my disk", FSType: "vfat"},
 	}
 	got := onSystemMounts([]string{"/usr/bin", "/proc/cpuinfo", "/dev/null", "/dev/shm", "/dev/shm/x",
 		"/home/u/mnt/ollie", "/home/u/mnt/ollie/s", "/home/u/mnt/olliex", "/home/u/my disk/a", "/home/u/my"}, ms)
 	want := []string{"/usr/bin", "/proc/cpuinfo", "/dev/null", "/home/u/mnt/olliex", "/home/u/my"}
 	if !slices.Equal(got, want) {
 		t.Errorf("held %v, want %v", got, want)
-	}
-	if m := unescapeMount(`/home/u/my\040disk`); m != "/home/u/my disk" {
-		t.Errorf("unescaped %q", m)
 	}
 }
 

@@ -37,6 +37,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"ollie.dev/ollie/internal/mountinfo"
 )
 
 // Guard is the ports a policy keeps stages from.
@@ -129,13 +131,13 @@ func ownV2Cgroup() (string, error) {
 			own = p
 		}
 	}
-	ms, err := mounts()
+	ms, err := mountinfo.Read()
 	if err != nil {
 		return "", err
 	}
 	for _, m := range ms {
-		if own != "" && m.fstype == "cgroup2" {
-			return filepath.Join(m.point, strings.TrimPrefix(own, m.root)), nil
+		if own != "" && m.FSType == "cgroup2" {
+			return filepath.Join(m.Point, strings.TrimPrefix(own, m.Root)), nil
 		}
 	}
 	return "", fmt.Errorf("port guard: no cgroup v2 hierarchy")

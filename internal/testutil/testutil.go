@@ -17,6 +17,7 @@ import (
 
 	"ollie.dev/ollie/internal/config"
 	"ollie.dev/ollie/internal/daemon"
+	"ollie.dev/ollie/internal/mountinfo"
 	"ollie.dev/ollie/internal/ninep/client"
 	"ollie.dev/ollie/internal/sandbox"
 )
@@ -182,15 +183,14 @@ func (l *LogBuf) String() string {
 // daemon killed by a test left behind, which would make the removal of
 // the test's temporary directory fail.
 func UnmountUnder(dir string) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
+	ms, err := mountinfo.Read()
 	if err != nil {
 		return
 	}
 	var under []string
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
-			under = append(under, f[4])
+	for _, m := range ms {
+		if m.Point == dir || strings.HasPrefix(m.Point, dir+"/") {
+			under = append(under, m.Point)
 		}
 	}
 	for i := len(under) - 1; i >= 0; i-- { // the deepest, mounted last, first
