@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"ollie.dev/ollie/internal/who"
 )
 
 // privateDir makes dir (mode 0700) or checks that an existing one is a
@@ -75,16 +77,12 @@ const lockWait = 2 * time.Second
 // gone says whether the process pid (as the lock file has it) has
 // exited, or is exiting: no such process, or a zombie.
 func gone(pid string) bool {
-	if _, err := strconv.Atoi(pid); err != nil {
+	n, err := strconv.Atoi(pid)
+	if err != nil {
 		return false // not a pid: someone else's lock, not to be waited for
 	}
-	b, err := os.ReadFile("/proc/" + pid + "/stat")
-	if err != nil {
-		return true
-	}
-	// pid (comm) state ...: comm may hold spaces and parentheses.
-	i := strings.LastIndexByte(string(b), ')')
-	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z' || b[i+2] == 'X'
+	st, ok := who.State(n)
+	return !ok || st == 'Z' || st == 'X'
 }
 
 // listenUnix listens on socket with mode 0600, removing a stale socket

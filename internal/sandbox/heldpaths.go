@@ -104,16 +104,24 @@ func holdPaths(paths []string) {
 		if err != nil {
 			continue
 		}
-		if h, ok := holdable(fd); ok {
-			if old, dup := fresh[path]; dup {
-				unix.Close(old.fd)
-			}
-			fresh[path] = h
-		} else {
-			unix.Close(fd)
-		}
+		keepFresh(fresh, path, fd)
 	}
 	hold(fresh, true, nil)
+}
+
+// keepFresh puts fd, opened now for path, in fresh if it may be held
+// (holdable), in place of one opened before for the same path; it closes
+// what it does not keep.
+func keepFresh(fresh map[string]heldPath, path string, fd int) {
+	h, ok := holdable(fd)
+	if !ok {
+		unix.Close(fd)
+		return
+	}
+	if old, dup := fresh[path]; dup {
+		unix.Close(old.fd)
+	}
+	fresh[path] = h
 }
 
 // systemMounts are the mount points of the file systems whose paths may
@@ -204,18 +212,14 @@ func buildRuleset(c landlock.Config, p *Policy, ids []fileID) (int, uint32, erro
 			}
 			attr := ll.PathBeneathAttr{ParentFd: pfd, AllowedAccess: uint64(access)}
 			err = retry(func() error { return ll.LandlockAddPathBeneathRule(fd, &attr, 0) })
-			if own {
-				if h, ok := holdable(pfd); ok && isHeld {
-					if fresh == nil {
-						fresh = map[string]heldPath{}
-					}
-					if old, dup := fresh[path]; dup {
-						unix.Close(old.fd)
-					}
-					fresh[path] = h
-				} else {
-					unix.Close(pfd)
+			switch {
+			case own && isHeld: // the held one is on another file
+				if fresh == nil {
+					fresh = map[string]heldPath{}
 				}
+				keepFresh(fresh, path, pfd)
+			case own:
+				unix.Close(pfd)
 			}
 			if err != nil {
 				return fmt.Errorf("landlock_add_rule %s: %w", path, err)

@@ -100,22 +100,37 @@ func (r *Registry) Resolve(pid int) *tree.Principal {
 
 // Pgid returns the process group of pid, from /proc/PID/stat.
 func Pgid(pid int) (int, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	// pid (comm) state ppid pgrp ...; comm may hold spaces and parens,
-	// so fields are counted after its last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := bytes.Fields(b[i+1:])
-	if len(f) < 3 {
+	f, ok := stat(pid)
+	if !ok || len(f) < 3 {
 		return 0, false
 	}
 	n, err := strconv.Atoi(string(f[2]))
 	return n, err == nil
+}
+
+// State returns the state letter of pid (R, S, D, Z, ...), from
+// /proc/PID/stat; ok is false when there is no such process.
+func State(pid int) (state byte, ok bool) {
+	f, ok := stat(pid)
+	if !ok || len(f) < 1 || len(f[0]) != 1 {
+		return 0, false
+	}
+	return f[0][0], true
+}
+
+// stat returns the fields of /proc/PID/stat after the command name:
+// state ppid pgrp ... The name may hold spaces and parentheses, so the
+// fields are counted after its last ')'.
+func stat(pid int) ([][]byte, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return nil, false
+	}
+	return bytes.Fields(b[i+1:]), true
 }
 
 // NoNewPrivs reports whether pid runs with no_new_privs, from
