@@ -16,3 +16,17 @@ func (m *Manager) OpenLogs() int { return m.open.len() }
 
 // Spin is spin, for the tests outside the package.
 var Spin = spin
+
+// Spares lists the spare directories ready for New.
+func (m *Manager) Spares() []string {
+	m.spare.mu.Lock()
+	defer m.spare.mu.Unlock()
+	return append([]string(nil), m.spare.ready...)
+}
+
+// MakeSpare and Adopt are makeSpare and adopt; SpareFiles is spareFiles.
+var (
+	MakeSpare  = makeSpare
+	Adopt      = adopt
+	SpareFiles = spareFiles
+)

@@ -41,6 +41,9 @@ type Options struct {
 	// TmpQuotaMB is the size of each session's tmp (a tmpfs where the
 	// daemon may mount one); 0 for none.
 	TmpQuotaMB int
+	// Spares is how many session directories to keep made ahead (see
+	// spare.go); 0 for none.
+	Spares int
 	// Redact cleans every text a session writes (chat, history, events,
 	// errors, reply, system prompt, transcripts); the history loses the
 	// configured keys only (see redact.Keys). nil still hides credential
@@ -64,6 +67,8 @@ type Manager struct {
 	byID   map[string]*Session
 	byName map[string]*Session
 	notify notifier // sessions added, removed or renamed
+
+	spare spares
 }
 
 // DefaultAgent is the agent of a session that names none, unless
@@ -99,6 +104,7 @@ func Open(o Options) (*Manager, error) {
 			m.byName[s.meta.Name] = s
 		}
 	}
+	m.openSpares(ents)
 	return m, nil
 }
 
@@ -137,7 +143,10 @@ func (m *Manager) New(sp Spec) (*Session, error) {
 	}
 	// An id is random within its second: one taken (here, or on disk by
 	// a session not loaded) is drawn again. tmp/ is made by the first
-	// tool call that needs it (EnsureTmp).
+	// tool call that needs it (EnsureTmp), unless the session has a
+	// spare's.
+	meta := Meta{Name: sp.Name, Agent: sp.Agent, Backend: sp.Backend, Model: sp.Model,
+		Cwd: sp.Cwd, Created: time.Now().UTC(), Params: sp.Params, Parent: sp.Parent, Sandbox: sp.Sandbox}
 	var id, dir string
 	for {
 		id = NewID()
@@ -145,22 +154,15 @@ func (m *Manager) New(sp Spec) (*Session, error) {
 		if m.byID[id] != nil {
 			continue
 		}
-		err := os.Mkdir(dir, 0700)
+		meta.ID = id
+		b, _ := json.MarshalIndent(meta, "", "\t")
+		err := m.makeDir(dir, append(b, '\n'))
 		if err == nil {
 			break
 		}
-		if !os.IsExist(err) {
+		if !errors.Is(err, os.ErrExist) {
 			return nil, err
 		}
-	}
-	meta := Meta{ID: id, Name: sp.Name, Agent: sp.Agent, Backend: sp.Backend, Model: sp.Model,
-		Cwd: sp.Cwd, Created: time.Now().UTC(), Params: sp.Params, Parent: sp.Parent, Sandbox: sp.Sandbox}
-	// Not fsync'd: creating a session acknowledges nothing a crash of the
-	// machine could lose; its first prompt makes the directory durable.
-	b, _ := json.MarshalIndent(meta, "", "\t")
-	if err := os.WriteFile(filepath.Join(dir, "meta.json"), append(b, '\n'), 0600); err != nil {
-		os.RemoveAll(dir)
-		return nil, err
 	}
 	s := newSession(m, dir, id)
 	s.meta, s.unsynced = meta, true
@@ -171,6 +173,32 @@ func (m *Manager) New(sp Spec) (*Session, error) {
 	}
 	m.notify.broadcast()
 	return s, nil
+}
+
+// makeDir makes a new session's directory dir, holding meta.json, from a
+// spare if there is one. An id taken on disk is os.ErrExist. Not
+// fsync'd: creating a session acknowledges nothing a crash of the machine
+// could lose; its first prompt makes the directory durable.
+func (m *Manager) makeDir(dir string, meta []byte) error {
+	if d, ok := m.takeSpare(); ok {
+		err := adopt(d, dir, meta)
+		if err == nil {
+			return nil
+		}
+		if errors.Is(err, os.ErrExist) {
+			m.returnSpare(d)
+			return err
+		}
+		m.dropSpare(d, err)
+	}
+	if err := os.Mkdir(dir, 0700); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "meta.json"), meta, 0600); err != nil {
+		os.RemoveAll(dir)
+		return err
+	}
+	return nil
 }
 
 func (m *Manager) checkSpec(sp *Spec) error {
@@ -366,6 +394,7 @@ func (s *Session) SaveTranscriptTo(dir, label string) error {
 // tmp is scratch space that lasts as long as the daemon.
 func (m *Manager) Close() {
 	m.closing.Store(true)
+	m.closeSpares()
 	for _, s := range m.List() {
 		s.mu.Lock()
 		tr := s.turn
