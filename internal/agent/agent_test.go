@@ -14,6 +14,7 @@ import (
 	"ollie.dev/ollie/internal/daemon"
 	"ollie.dev/ollie/internal/llmtest"
 	"ollie.dev/ollie/internal/ninep/client"
+	"ollie.dev/ollie/internal/sandbox"
 	"ollie.dev/ollie/internal/testutil"
 	"ollie.dev/ollie/internal/testutil/stack"
 )
@@ -570,5 +571,36 @@ func TestSystemPromptBeforeTheFirstTurn(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(onDisk[0]); string(b) != sent || sent != sp {
 		t.Errorf("the file holds %q; the turn sent %q; the tree showed %q", b, sent, sp)
+	}
+}
+
+// The sandbox of a session's tools is prepared while its first request
+// is with the model: the ruleset of its policy is built before the model
+// has answered with the call, and the call reuses it.
+func TestFirstCallsSandboxPreparedWhileTheModelAnswers(t *testing.T) {
+	sc := toolThenAnswer()
+	sc.Latency = llmtest.Duration(50 * time.Millisecond) // half a second or more for the first response
+	e := newEnv(t, "openai", sc)
+	s := e.newSession("")
+	before := sandbox.Built()
+	e.write("s/"+s+"/prompt", "look\n")
+	deadline := time.Now().Add(10 * time.Second)
+	for sandbox.Built() == before {
+		if time.Now().After(deadline) {
+			t.Fatal("no ruleset built for the session")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if chat := e.read("s/" + s + "/chat"); strings.Contains(chat, "execute_code") {
+		t.Fatalf("the ruleset was built only once the model had called the tool:\n%s", chat)
+	}
+	if w := e.read("s/" + s + "/wait"); !strings.HasPrefix(w, "idle") {
+		t.Fatalf("wait: %q", w)
+	}
+	if !strings.Contains(e.read("s/"+s+"/chat"), "hi from 42") {
+		t.Fatalf("the tool did not run:\n%s", e.read("s/"+s+"/chat"))
+	}
+	if n := sandbox.Built() - before; n != 1 {
+		t.Errorf("%d rulesets built for one session's first call, want 1 (reused by the call)", n)
 	}
 }

@@ -26,6 +26,9 @@ func (r *Runner) Run(ctx context.Context, t *session.Turn) error {
 	if err != nil {
 		return err
 	}
+	if t.S.FirstTurn() {
+		go r.warmStage(t.S, st)
+	}
 	if err := t.SetSystemPrompt(st.system); err != nil {
 		return err
 	}
@@ -218,6 +221,24 @@ func (r *Runner) execute(ctx context.Context, t *session.Turn, st *setup, args j
 	}
 	spec.Consent = &consent{t: t, timeout: r.consentTimeout()}
 	return r.o.Exec.Run(ctx, spec, args)
+}
+
+// warmStage prepares, in the background, the sandbox of the session's
+// tools (Executor.Warm), while its first request of the daemon's life is
+// with the model: the model usually answers with a call, and the call
+// then finds the ruleset of a policy it would have built. It does what a
+// call would do before its first stage, no more; a failure is the call's
+// to report.
+func (r *Runner) warmStage(s session.Handle, st *setup) {
+	w, ok := r.o.Exec.(interface{ Warm(execute.Spec) error })
+	if !ok {
+		return
+	}
+	spec, err := r.stageSpec(s, st.meta, st.agent)
+	if err != nil {
+		return
+	}
+	w.Warm(spec)
 }
 
 // stageSpec is what a stage of session s runs under: its cwd, tmp, env,

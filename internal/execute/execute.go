@@ -159,6 +159,23 @@ func (e *Executor) Run(ctx context.Context, spec Spec, args []byte) (*Result, er
 }
 
 // policy is the sandbox policy of spec's stages.
+// Warm prepares what a stage under spec would run under, and lets it go:
+// the Landlock ruleset of a policy not used yet (a new session's, whose
+// cwd and tmp are among its paths) took 2 to 3 ms of its first call, and
+// is cached for the call that follows (internal/sandbox/rulecache.go).
+// The agent calls it while a session's first request is with the model.
+func (e *Executor) Warm(spec Spec) error {
+	pol, err := e.policy(spec)
+	if err != nil {
+		return err
+	}
+	prep, err := pol.Prepare(e.o.Sandbox.AllowUnsandboxed)
+	if err != nil {
+		return err
+	}
+	return prep.Close()
+}
+
 func (e *Executor) policy(spec Spec) (*sandbox.Policy, error) {
 	prof, err := e.o.Sandbox.Profile(spec.Policy)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	"golang.org/x/sys/unix"
@@ -45,6 +46,13 @@ type cachedRuleset struct {
 	snap    *dirwatch.Snap
 	recheck []int
 }
+
+// built counts the rulesets built, not reused (Built).
+var built atomic.Int64
+
+// Built is the number of Landlock rulesets built since the process
+// started; a call whose ruleset was reused does not count.
+func Built() int64 { return built.Load() }
 
 // ruleWatch watches the directories above the rulesets' paths.
 var ruleWatch = sync.OnceValue(dirwatch.NewEntries)
@@ -256,6 +264,9 @@ func reuseRuleset(c landlock.Config, p *Policy, build func(ids []fileID) (int, u
 		}
 	}
 	fd, flags, err := build(ids)
+	if err == nil && fd >= 0 {
+		built.Add(1)
+	}
 	if err != nil || fd < 0 || !ok {
 		return fd, flags, err
 	}

@@ -56,11 +56,12 @@ type Session struct {
 	systemTime   time.Time // when system last changed
 	offset       int64     // chat size just after the last user prompt; -1 until found after a load
 	prev         string
-	chatHold     string   // streamed chat that may start a key (see Turn.Chat)
-	turn         *turn    // the running turn, nil when none
-	unsynced     bool     // the directory is not yet durable (see New)
-	notify       notifier // state, queue and event changes
-	nextSeq      int64    // next event sequence number; -1 until counted
+	chatHold     string      // streamed chat that may start a key (see Turn.Chat)
+	turn         *turn       // the running turn, nil when none
+	unsynced     bool        // the directory is not yet durable (see New)
+	notify       notifier    // state, queue and event changes
+	nextSeq      int64       // next event sequence number; -1 until counted
+	turned       atomic.Bool // a turn asked FirstTurn
 }
 
 // newSession makes the value of a session whose directory is dir; the

@@ -66,6 +66,10 @@ type Handle interface {
 	EnsureTmp() (string, error)
 	// Enqueue queues a prompt for after the turn.
 	Enqueue(prompt string) error
+	// FirstTurn is true for the first turn that asks, in the session's
+	// life in this daemon, and false ever after: what a runner prepares
+	// once per session (the sandbox of its tools) is done then.
+	FirstTurn() bool
 }
 
 // handle is the Handle of a session: a value of its own, so that a runner
@@ -81,6 +85,11 @@ func (h handle) Env() []EnvVar               { return h.s.Env() }
 func (h handle) Usage() Usage                { return h.s.Usage() }
 func (h handle) EnsureTmp() (string, error)  { return h.s.EnsureTmp() }
 func (h handle) Enqueue(prompt string) error { return h.s.Enqueue(prompt) }
+func (h handle) FirstTurn() bool             { return h.s.FirstTurn() }
+
+// FirstTurn is true for the first caller in the session's life in this
+// daemon (see Handle).
+func (s *Session) FirstTurn() bool { return !s.turned.Swap(true) }
 
 func (s *Session) newTurn(prompt string, resume bool) *Turn {
 	return &Turn{S: handle{s}, Prompt: prompt, Resume: resume, s: s}
