@@ -128,7 +128,7 @@ func TestBuiltRulesetsGrantWhatGoLandlockGrants(t *testing.T) {
 			if !isHeld(filepath.Join(root, "ro")) || !isHeld("/usr") || !isHeld(filepath.Join(root, "rwfile")) {
 				t.Fatal("the paths are not held")
 			}
-			ids, _, ok := pathIDs(allPaths(pol))
+			ids, _, ok := pathIDs(allPaths(pol), nil)
 			if !ok {
 				t.Fatal("paths not looked at")
 			}

@@ -133,14 +133,21 @@ func pseudo(path string) bool {
 	return false
 }
 
-// pathIDs looks at every path as landlock opens it (following links).
-// recheck are the paths a snapshot cannot vouch for: links and pseudo
-// ones. ok is false when one cannot be told (an error other than its
-// absence): then the ruleset is built afresh, and the build reports the
-// error.
-func pathIDs(paths []string) (ids []fileID, recheck []int, ok bool) {
+// pathIDs looks at every path as landlock opens it (following links),
+// but for those prev, a look inotify still vouches for, found to name a
+// file and that were not links or pseudo. recheck are the paths a
+// snapshot cannot vouch for: links and pseudo ones. ok is false when one
+// cannot be told (an error other than its absence): then the ruleset is
+// built afresh, and the build reports the error.
+func pathIDs(paths []string, prev *look) (ids []fileID, recheck []int, ok bool) {
 	ids = make([]fileID, len(paths))
 	for i, path := range paths {
+		if prev != nil {
+			if j, found := prev.at[path]; found && !prev.again[j] {
+				ids[i] = prev.ids[j]
+				continue
+			}
+		}
 		var st unix.Stat_t
 		err := unix.Lstat(path, &st)
 		if err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
@@ -180,11 +187,12 @@ func sameAt(paths []string, ids []fileID, recheck []int) bool {
 }
 
 // along returns every name along the paths that are not pseudo, each in
-// its directory, or false if a directory on the way is reached through a
-// link (a change where the link points would make no event there). Only
-// these names matter: the session's directory, above its tmp/, has other
-// files made and renamed at every turn.
-func along(paths []string) ([]dirwatch.Entry, bool) {
+// its directory, and those directories, or false if one of them is
+// reached through a link (a change where the link points would make no
+// event there). Only these names matter: the session's directory, above
+// its tmp/, has other files made and renamed at every turn. The
+// directories in real are known not to be reached through a link.
+func along(paths []string, real map[string]bool) ([]dirwatch.Entry, map[string]bool, bool) {
 	seen := map[dirwatch.Entry]bool{}
 	dirs := map[string]bool{}
 	for _, p := range paths {
@@ -200,15 +208,79 @@ func along(paths []string) ([]dirwatch.Entry, bool) {
 		}
 	}
 	for d := range dirs {
-		if real, err := filepath.EvalSymlinks(d); err != nil || real != d {
-			return nil, false
+		if real[d] {
+			continue
+		}
+		if r, err := filepath.EvalSymlinks(d); err != nil || r != d {
+			return nil, nil, false
 		}
 	}
 	ents := make([]dirwatch.Entry, 0, len(seen))
 	for e := range seen {
 		ents = append(ents, e)
 	}
-	return ents, true
+	return ents, dirs, true
+}
+
+// A look is what a build found its paths to name, kept for the next
+// build. A new session's policy differs from the one built before it in
+// its cwd and tmp/ only; while inotify reports no change along the paths
+// of the last look, what those paths name is known without a stat of
+// each (0.5–0.6 ms for the ~250 of the default profile), and the
+// directories above them without resolving each again (0.3–0.4 ms): the
+// reasoning of a cached ruleset's reuse, for the paths two policies
+// share.
+type look struct {
+	at    map[string]int // path -> its index in ids
+	ids   []fileID
+	again map[int]bool    // indexes of the paths looked at anyway: links and pseudo ones
+	real  map[string]bool // the directories above the paths, none reached through a link
+	snap  *dirwatch.Snap  // taken before any of this was found
+}
+
+var lastLook atomic.Pointer[look]
+
+// lookAt finds what paths name, with the last look's help where inotify
+// vouches for it, and keeps what it found for the next call. snap, taken
+// before the paths were looked at, is nil when it cannot vouch for them.
+func lookAt(paths []string) (ids []fileID, recheck []int, snap *dirwatch.Snap, ok bool) {
+	prev := lastLook.Load()
+	snapshot := func(real map[string]bool) (*dirwatch.Snap, map[string]bool) {
+		ents, dirs, ok := along(paths, real)
+		if !ok {
+			return nil, nil
+		}
+		snap, ok := ruleWatch().Snapshot(ents)
+		if !ok {
+			return nil, nil
+		}
+		return snap, dirs
+	}
+	var dirs map[string]bool
+	if prev != nil {
+		snap, dirs = snapshot(prev.real)
+		// After the new snapshot: a change since is an event it holds.
+		if !ruleWatch().Unchanged(prev.snap) {
+			prev = nil
+		}
+	}
+	if prev == nil {
+		snap, dirs = snapshot(nil)
+	}
+	if ids, recheck, ok = pathIDs(paths, prev); !ok {
+		return nil, nil, nil, false
+	}
+	if snap != nil {
+		l := &look{at: make(map[string]int, len(paths)), ids: ids, again: make(map[int]bool, len(recheck)), real: dirs, snap: snap}
+		for i, p := range paths {
+			l.at[p] = i
+		}
+		for _, i := range recheck {
+			l.again[i] = true
+		}
+		lastLook.Store(l)
+	}
+	return ids, recheck, snap, true
 }
 
 // cached returns a duplicate of the cached ruleset of key, the caller's
@@ -247,14 +319,10 @@ func reuseRuleset(c landlock.Config, p *Policy, build func(ids []fileID) (int, u
 		return reuseRuleset(c, p, build)
 	}
 	defer done()
-	// Every path looked at, after a snapshot of the directories above
-	// them: a change made meanwhile is an event, and the next call looks
-	// at every path again.
-	var snap *dirwatch.Snap
-	if ents, ok := along(paths); ok {
-		snap, _ = ruleWatch().Snapshot(ents)
-	}
-	ids, recheck, ok := pathIDs(paths)
+	// Every path looked at (or vouched for by the last look), after a
+	// snapshot of the directories above them: a change made meanwhile is
+	// an event, and the next call looks at every path again.
+	ids, recheck, snap, ok := lookAt(paths)
 	if ok {
 		if fd, flags, cr := cached(key, func(cr *cachedRuleset) bool { return slices.Equal(cr.ids, ids) }); fd >= 0 {
 			rulesets.mu.Lock()

@@ -183,3 +183,67 @@ func TestOneBuildAtATime(t *testing.T) {
 	}
 	os.NewFile(uintptr(fd), "ruleset").Close()
 }
+
+// What the last look found is used for the paths a new policy shares
+// with it only while inotify says nothing changed along them: a shared
+// directory replaced, or a directory above made a link, is looked at
+// again.
+func TestLastLookOnlyWhileUnchanged(t *testing.T) {
+	root := t.TempDir()
+	a := filepath.Join(root, "a")
+	shared, file := filepath.Join(a, "b"), filepath.Join(root, "f")
+	for _, d := range []string{shared, filepath.Join(root, "cwd1"), filepath.Join(root, "cwd2"), filepath.Join(root, "cwd3")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(file, nil, 0o600)
+	stat := func(path string) fileID {
+		t.Helper()
+		ids, _, ok := pathIDs([]string{path}, nil)
+		if !ok {
+			t.Fatalf("stat %s", path)
+		}
+		return ids[0]
+	}
+	lookFor := func(cwd string) ([]fileID, bool) {
+		t.Helper()
+		ids, _, snap, ok := lookAt([]string{shared, file, filepath.Join(root, cwd)})
+		if !ok {
+			t.Fatal("look failed")
+		}
+		return ids, snap != nil
+	}
+	first, vouched := lookFor("cwd1")
+	if !vouched || first[0] != stat(shared) || first[1] != stat(file) {
+		t.Fatalf("first look: %v, vouched %v", first, vouched)
+	}
+	// Nothing changed: the same answer, vouched for.
+	if again, vouched := lookFor("cwd2"); !vouched || again[0] != first[0] || again[1] != first[1] || again[2] != stat(filepath.Join(root, "cwd2")) {
+		t.Fatalf("unchanged: %v, vouched %v", again, vouched)
+	}
+
+	// The shared directory replaced by another.
+	if err := os.Rename(shared, filepath.Join(a, "old")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(shared, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ids, _ := lookFor("cwd3")
+	if ids[0] == first[0] || ids[0] != stat(shared) {
+		t.Fatalf("replaced %s: looked at as %v, the old one was %v, now %v", shared, ids[0], first[0], stat(shared))
+	}
+
+	// A directory above it made a link: nothing can vouch for the paths.
+	lookFor("cwd1")
+	if err := os.Rename(a, filepath.Join(root, "a2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(root, "a2"), a); err != nil {
+		t.Fatal(err)
+	}
+	if _, vouched := lookFor("cwd2"); vouched {
+		t.Fatalf("%s is reached through a link now, and was vouched for", shared)
+	}
+}
