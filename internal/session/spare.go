@@ -23,7 +23,9 @@ import (
 // tmp/). Renaming a directory costs about one. So a Manager with
 // Options.Spares keeps that many directories made ahead, holding every
 // one of those files, empty, and makes them when it has been left alone
-// for a moment (fillDelay after it was last asked for one). New writes
+// for a moment (fillDelay after it was last asked for one: not while a
+// burst of new sessions goes on, which would pay for files it may never
+// use). New writes
 // meta.json into a spare and renames it to the new id; a session without
 // a spare is made as before.
 //
@@ -53,7 +55,8 @@ type spares struct {
 	ready   []string // full paths of the spares made
 	want    int      // how many to keep (Options.Spares)
 	timer   *time.Timer
-	filling bool // a fill is scheduled or running
+	asked   time.Time // when a spare was last asked for
+	filling bool      // a fill is scheduled or running
 	closed  bool
 	done    sync.WaitGroup // the fill running
 }
@@ -173,12 +176,14 @@ func (m *Manager) dropSpare(d string, err error) {
 	}
 }
 
-// scheduleFill makes the missing spares fillDelay from now, unless a fill
-// is already scheduled or running.
+// scheduleFill notes that a spare was asked for, and makes the missing
+// ones once none has been for fillDelay, unless that is already
+// scheduled or under way.
 func (m *Manager) scheduleFill() {
 	s := &m.spare
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.asked = time.Now()
 	if s.filling || s.closed || len(s.ready) >= s.want {
 		return
 	}
@@ -187,7 +192,10 @@ func (m *Manager) scheduleFill() {
 	s.timer = time.AfterFunc(fillDelay, m.fill)
 }
 
-// fill makes spares until there are as many as wanted.
+// fill makes spares until there are as many as wanted, or until one is
+// asked for: a burst of new sessions (a batch, a script) is not slowed by
+// the making of the files its sessions may never use; the fill goes on
+// fillDelay after the burst.
 func (m *Manager) fill() {
 	s := &m.spare
 	defer s.done.Done()
@@ -195,6 +203,12 @@ func (m *Manager) fill() {
 		s.mu.Lock()
 		if s.closed || len(s.ready) >= s.want {
 			s.filling = false
+			s.mu.Unlock()
+			return
+		}
+		if wait := fillDelay - time.Since(s.asked); wait > 0 {
+			s.done.Add(1)
+			s.timer = time.AfterFunc(wait, m.fill)
 			s.mu.Unlock()
 			return
 		}

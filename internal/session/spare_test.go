@@ -238,3 +238,32 @@ func TestCloseStopsTheSpares(t *testing.T) {
 		t.Errorf("spares %v made after Close", on)
 	}
 }
+
+// A burst of new sessions takes the spares there are, and the rest are
+// made directly: no spare is made while it goes on (which would pay for
+// files its sessions may never use), and the spares are back after it.
+func TestSparesWaitForABurstToEnd(t *testing.T) {
+	dir := t.TempDir()
+	m, err := session.Open(session.Options{Dir: filepath.Join(dir, "s"), TrDir: filepath.Join(dir, "tr"), Spares: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	waitSpares(t, m, 2)
+	fromSpares, made := 0, 0
+	for start := time.Now(); time.Since(start) < 4*100*time.Millisecond; made++ { // 4 fill delays
+		s, err := m.New(session.Spec{Cwd: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(filepath.Join(s.Dir(), "chat")); err == nil {
+			fromSpares++ // a session made directly has no chat yet
+		}
+	}
+	// Two, and one more only if the machine stalled for the whole delay
+	// of a fill between two of them.
+	if fromSpares < 2 || fromSpares > 3 {
+		t.Errorf("%d of %d sessions made in a burst came from spares, want the 2 ready", fromSpares, made)
+	}
+	waitSpares(t, m, 2)
+}
