@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"ollie.dev/ollie/internal/agentcfg"
@@ -57,6 +58,7 @@ type Executor interface {
 // Runner implements session.Runner.
 type Runner struct {
 	o        Options
+	running  atomic.Int32 // turns running (Run)
 	backends map[string]backend.Backend
 	health   health // what each backend did last (health.go)
 

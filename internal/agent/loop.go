@@ -26,7 +26,9 @@ func (r *Runner) Run(ctx context.Context, t *session.Turn) error {
 	if err != nil {
 		return err
 	}
-	if t.S.FirstTurn() {
+	alone := r.running.Add(1) == 1
+	defer r.running.Add(-1)
+	if t.S.FirstTurn() && alone {
 		go r.warmStage(t.S, st)
 	}
 	if err := t.SetSystemPrompt(st.system); err != nil {
@@ -228,7 +230,11 @@ func (r *Runner) execute(ctx context.Context, t *session.Turn, st *setup, args j
 // with the model: the model usually answers with a call, and the call
 // then finds the ruleset of a policy it would have built. It does what a
 // call would do before its first stage, no more; a failure is the call's
-// to report.
+// to report. Run calls it only when no other turn is running: it uses
+// the CPU while the turn waits, which other turns would be using (under
+// the load of hundreds of new sessions at once, warming each took 1.6 times
+// the CPU per turn, its rulesets pushing others' out of the cache before
+// their calls came).
 func (r *Runner) warmStage(s session.Handle, st *setup) {
 	w, ok := r.o.Exec.(interface{ Warm(execute.Spec) error })
 	if !ok {
