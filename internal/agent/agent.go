@@ -67,8 +67,9 @@ type Runner struct {
 	noReas map[string]bool   // backend/model pairs that refused a reasoning parameter
 	first  map[string]string // backend -> its first listed model, when none is configured
 	idx    map[string]cachedIdx
-	watch  *dirwatch.Watch       // of the directories behind idx
-	hist   map[string]*histCache // session id -> decoded history
+	agents map[string]cachedAgent // name -> its configuration, while a/ is unchanged
+	watch  *dirwatch.Watch        // of the directories behind idx
+	hist   map[string]*histCache  // session id -> decoded history
 }
 
 var _ session.Runner = (*Runner)(nil)
@@ -84,7 +85,7 @@ func New(o Options) *Runner {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
-	r := &Runner{o: o, backends: map[string]backend.Backend{}, fenced: map[string]bool{}, noReas: map[string]bool{}, first: map[string]string{}, idx: map[string]cachedIdx{}, hist: map[string]*histCache{}, watch: dirwatch.New()}
+	r := &Runner{o: o, backends: map[string]backend.Backend{}, fenced: map[string]bool{}, noReas: map[string]bool{}, first: map[string]string{}, idx: map[string]cachedIdx{}, agents: map[string]cachedAgent{}, hist: map[string]*histCache{}, watch: dirwatch.New()}
 	runtime.AddCleanup(r, func(w *dirwatch.Watch) { w.Close() }, r.watch)
 	for _, b := range o.Backends {
 		r.backends[b.Name()] = b
@@ -220,7 +221,17 @@ func (r *Runner) firstModel(ctx context.Context, be backend.Backend) (string, er
 }
 
 func (r *Runner) loadAgent(name string) (*agentcfg.Agent, error) {
-	b, err := os.ReadFile(filepath.Join(r.o.Config.ConfigDir, "a", name+".json"))
+	dir := filepath.Join(r.o.Config.ConfigDir, "a")
+	path := filepath.Join(dir, name+".json")
+	stamp := r.stamp(dir)
+	r.mu.Lock()
+	c, ok := r.agents[name]
+	r.mu.Unlock()
+	if ok && stamp != "" && c.stamp == stamp {
+		a := *c.a // the callers' own: the cached one stays as read
+		return &a, nil
+	}
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, errs.E(errs.NotExist, "agent "+name+": no a/"+name+".json")
 	}
@@ -228,7 +239,22 @@ func (r *Runner) loadAgent(name string) (*agentcfg.Agent, error) {
 	if err != nil {
 		return nil, errs.E(errs.Invalid, "a/"+name+".json: "+err.Error())
 	}
+	// A link's target changes without an event in a/: read every time.
+	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() && stamp != "" {
+		kept := *a
+		r.mu.Lock()
+		r.agents[name] = cachedAgent{stamp: stamp, a: &kept}
+		r.mu.Unlock()
+	}
 	return a, nil
+}
+
+// cachedAgent is an agent's configuration as read when a/ was in the
+// state stamp names (Runner.stamp): every turn and every new session
+// looked for it, a read and a parse of its file (70 µs).
+type cachedAgent struct {
+	stamp string
+	a     *agentcfg.Agent
 }
 
 func (r *Runner) isFenced(be, model string) bool {

@@ -604,3 +604,49 @@ func TestFirstCallsSandboxPreparedWhileTheModelAnswers(t *testing.T) {
 		t.Errorf("%d rulesets built for one session's first call, want 1 (reused by the call)", n)
 	}
 }
+
+// An agent's configuration is read again as soon as it changes: written
+// through the tree, written on disk in place or by a rename (as editors
+// do), or where a link in a/ points.
+func TestAgentChangesSeenAtOnce(t *testing.T) {
+	e := newEnv(t, config.KindAnthropic, &llmtest.Script{Default: &llmtest.Turn{Text: "ok"}})
+	pdir := filepath.Join(e.cfg.ConfigDir, "p")
+	for _, part := range []string{"one", "two", "three", "four", "five"} {
+		os.WriteFile(filepath.Join(pdir, part+".md"), []byte("part "+part+"\n"), 0644)
+	}
+	agent := func(part string) string { return `{"prompt": [{"file": "` + part + `.md"}]}` }
+	check := func(s, want string) {
+		t.Helper()
+		e.ask(s, "hello")
+		if sp := e.read("s/" + s + "/systemprompt"); sp != "part "+want+"\n" {
+			t.Errorf("systemprompt %q, want part %s", sp, want)
+		}
+	}
+	e.write("a/moody.json", agent("one"))
+	s := e.newSession("agent=moody")
+	check(s, "one")
+	e.write("a/moody.json", agent("two"))
+	check(s, "two")
+	path := filepath.Join(e.cfg.ConfigDir, "a", "moody.json")
+	if err := os.WriteFile(path, []byte(agent("three")), 0644); err != nil {
+		t.Fatal(err)
+	}
+	check(s, "three")
+	if err := os.WriteFile(path+".tmp", []byte(agent("four")), 0644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
+		t.Fatal(err)
+	}
+	check(s, "four")
+	// A link to a file elsewhere: its changes make no event in a/.
+	outside := filepath.Join(t.TempDir(), "moody.json")
+	os.WriteFile(outside, []byte(agent("one")), 0644)
+	os.Remove(path)
+	if err := os.Symlink(outside, path); err != nil {
+		t.Fatal(err)
+	}
+	check(s, "one")
+	os.WriteFile(outside, []byte(agent("five")), 0644)
+	check(s, "five")
+}
