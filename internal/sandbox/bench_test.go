@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,35 @@ func BenchmarkPrepare(b *testing.B) {
 	os.MkdirAll(tmp, 0o755)
 	prof := config.BuiltinProfiles()["workspace"]
 	for b.Loop() {
+		pol, err := New("workspace", prof, Paths{Home: home, Cwd: cwd, Tmp: tmp})
+		if err != nil {
+			b.Fatal(err)
+		}
+		pr, err := pol.Prepare(false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pr.Close()
+	}
+}
+
+// BenchmarkPrepareNewSession is Prepare of the workspace profile for a
+// session never seen before (its cwd and tmp are new), the base held as
+// the daemon holds it: the miss a session's first call pays.
+func BenchmarkPrepareNewSession(b *testing.B) {
+	root := b.TempDir()
+	home := filepath.Join(root, "home")
+	os.MkdirAll(home, 0o755)
+	prof := config.BuiltinProfiles()["workspace"]
+	HoldBase(prof, home, nil)
+	i := 0
+	for b.Loop() {
+		i++
+		b.StopTimer()
+		cwd, tmp := filepath.Join(home, fmt.Sprint("p", i)), filepath.Join(root, fmt.Sprint("tmp", i))
+		os.MkdirAll(cwd, 0o755)
+		os.MkdirAll(tmp, 0o755)
+		b.StartTimer()
 		pol, err := New("workspace", prof, Paths{Home: home, Cwd: cwd, Tmp: tmp})
 		if err != nil {
 			b.Fatal(err)
