@@ -19,6 +19,7 @@ import (
 	"ollie.dev/ollie/internal/llmtest"
 	"ollie.dev/ollie/internal/ninep/client"
 	"ollie.dev/ollie/internal/redact"
+	"ollie.dev/ollie/internal/testutil"
 )
 
 // leakEnv is a daemon whose backends echo the request headers, keys
@@ -89,7 +90,12 @@ func newLeakEnv(t *testing.T) *leakEnv {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait(); logf.Close() })
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		logf.Close()
+		testutil.UnmountUnder(e.home) // the killed daemon's tmp quotas
+	})
 	for i := 0; probe(e.sock) != nil; i++ {
 		if i > 1000 {
 			b, _ := os.ReadFile(e.log)

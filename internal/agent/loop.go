@@ -29,7 +29,14 @@ func (r *Runner) Run(ctx context.Context, t *session.Turn) error {
 	alone := r.running.Add(1) == 1
 	defer r.running.Add(-1)
 	if t.S.FirstTurn() && alone {
-		go r.warmStage(t.S, st)
+		// Part of the turn: its tmp is not mounted after the turn, when
+		// the session may be gone or the daemon stopping (ReleaseTmp).
+		warmed := make(chan struct{})
+		go func() {
+			defer close(warmed)
+			r.warmStage(t.S, st)
+		}()
+		defer func() { <-warmed }()
 	}
 	if err := t.SetSystemPrompt(st.system); err != nil {
 		return err
