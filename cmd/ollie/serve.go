@@ -159,7 +159,10 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		home, _ := os.UserHomeDir() // as agent.FromConfig gives the executor
 		private := execute.PrivatePaths(env.Config)
 		go sandbox.WarmBase(p, home, private)
-		hold = func() { sandbox.HoldBase(p, home, private) }
+		hold = func() {
+			sandbox.HoldBase(p, home, private)
+			sandbox.WarmGuard(execute.StagePorts(env.Config))
+		}
 	}
 	go runner.Warm() // the t/ and sk/ indexes every system prompt shows
 	go runner.WarmBackend(ctx, session.DefaultAgent)
@@ -175,7 +178,8 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	// by a person or a script that just started ollie. Then too, and
 	// first, the default profile's system paths are opened and held for
 	// the rulesets of new sessions (internal/sandbox/heldpaths.go), which
-	// once waited for the kernel in the first stage of the daemon.
+	// once waited for the kernel in the first stage of the daemon, and
+	// the port guard is set up, which that stage also did.
 	time.AfterFunc(trimAfter, func() {
 		hold()
 		trim.Executable()

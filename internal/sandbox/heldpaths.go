@@ -72,7 +72,8 @@ const fdTableSize = 1024
 // HoldBase holds the paths of p's base (the system and the home carved
 // around secrets, for a daemon whose home and private paths are these)
 // that may be held, after growing the descriptor table to fdTableSize
-// entries. The daemon calls it once, a moment after it starts.
+// entries, and keeps a look at them (lookAt). The daemon calls it once, a
+// moment after it starts.
 func HoldBase(p config.Profile, home string, private []string) {
 	if ABI() < minReferABI {
 		return
@@ -93,7 +94,12 @@ func HoldBase(p config.Profile, home string, private []string) {
 		home = resolve(home) // as the base has it
 		files = slices.DeleteFunc(slices.Clone(files), func(f string) bool { return within(f, home) })
 	}
-	holdPaths(onSystemMounts(slices.Concat(b.dirs, files), ms))
+	paths := onSystemMounts(slices.Concat(b.dirs, files), ms)
+	holdPaths(paths)
+	// And what they name is looked at once, for the first session's build
+	// to take from (lookAt): a daemon's first build had no look before it,
+	// and stat'ed and resolved all of them (1.5 to 2 ms of its first call).
+	lookAt(paths)
 }
 
 // holdPaths opens and holds paths, those that may be held (holdable).

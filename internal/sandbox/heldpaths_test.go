@@ -311,3 +311,34 @@ func TestHoldBaseKeepsNoFileOfTheHome(t *testing.T) {
 		t.Error("neither /etc nor /etc/hosts held")
 	}
 }
+
+// HoldBase leaves a look at what it held, for the daemon's first build:
+// ids equal to a stat of each, vouched for by inotify.
+func TestHoldBaseLeavesALook(t *testing.T) {
+	if ABI() < minReferABI {
+		skipUnlessCI(t, "no landlock with refer")
+	}
+	heldOn(t)
+	lastLook.Store(nil)
+	HoldBase(config.Profile{System: true}, t.TempDir(), nil)
+	l := lastLook.Load()
+	if l == nil || l.snap == nil {
+		t.Fatal("no look left by HoldBase")
+	}
+	held.mu.RLock()
+	defer held.mu.RUnlock()
+	if len(held.m) == 0 {
+		t.Fatal("nothing held")
+	}
+	for path := range held.m {
+		i, ok := l.at[path]
+		if !ok {
+			t.Errorf("held %s is not in the look", path)
+			continue
+		}
+		ids, _, _ := pathIDs([]string{path}, nil)
+		if l.ids[i] != ids[0] {
+			t.Errorf("%s: look %v, stat %v", path, l.ids[i], ids[0])
+		}
+	}
+}

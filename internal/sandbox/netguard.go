@@ -66,6 +66,16 @@ var guardCgroup struct {
 }
 
 // guardDir returns the guarded cgroup for g, setting it up on first use.
+// WarmGuard sets up the port guard for g ahead of the first stage that
+// needs it: its cgroup and programs took 0.5 ms of the Prepare of a
+// daemon's first stage. An error is kept for that stage to report, as if
+// it had met it.
+func WarmGuard(g Guard) {
+	if !g.empty() {
+		guardDir(g)
+	}
+}
+
 func guardDir(g Guard) (string, error) {
 	guardCgroup.mu.Lock()
 	defer guardCgroup.mu.Unlock()

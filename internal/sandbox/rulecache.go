@@ -40,11 +40,27 @@ type cachedRuleset struct {
 	fd    int // owned by the cache
 	flags uint32
 	ids   []fileID // of every path, in rulesetPaths order, taken before the build
-	// snap: the directories above the paths, as inotify saw them before
-	// ids were taken; nil when they cannot vouch for them. recheck: the
-	// paths looked at even so. Both change under the write lock.
-	snap    *dirwatch.Snap
+	// snaps: the directories above the paths, as inotify saw them
+	// before ids were taken; empty when they cannot vouch for them.
+	// recheck: the paths looked at even so. Both change under the write
+	// lock.
+	snaps   snaps
 	recheck []int
+}
+
+// snaps are snapshots that vouch together for a set of paths: the last
+// look's, for the paths a policy shares with it, and one of the names
+// above the others.
+type snaps []*dirwatch.Snap
+
+// unchanged reports whether there are snapshots and none has changed.
+func (ss snaps) unchanged() bool {
+	for _, s := range ss {
+		if !ruleWatch().Unchanged(s) {
+			return false
+		}
+	}
+	return len(ss) > 0
 }
 
 // built counts the rulesets built, not reused (Built).
@@ -190,97 +206,107 @@ func sameAt(paths []string, ids []fileID, recheck []int) bool {
 // its directory, and those directories, or false if one of them is
 // reached through a link (a change where the link points would make no
 // event there). Only these names matter: the session's directory, above
-// its tmp/, has other files made and renamed at every turn. The
-// directories in real are known not to be reached through a link.
-func along(paths []string, real map[string]bool) ([]dirwatch.Entry, map[string]bool, bool) {
+// its tmp/, has other files made and renamed at every turn. With known,
+// a look, the names and directories known holds are left out: those of
+// its paths, and those above the others that it holds.
+func along(paths []string, known *look) ([]dirwatch.Entry, map[dirwatch.Entry]bool, map[string]bool, bool) {
 	seen := map[dirwatch.Entry]bool{}
 	dirs := map[string]bool{}
 	for _, p := range paths {
 		if pseudo(p) {
 			continue
 		}
+		if known != nil {
+			if _, ok := known.at[p]; ok {
+				continue
+			}
+		}
 		for q := p; q != "/"; q = filepath.Dir(q) {
 			e := dirwatch.Entry{Dir: filepath.Dir(q), Name: filepath.Base(q)}
-			if seen[e] {
+			if seen[e] || known != nil && known.seen[e] {
 				break
 			}
 			seen[e], dirs[e.Dir] = true, true
 		}
 	}
 	for d := range dirs {
-		if real[d] {
+		if known != nil && known.real[d] {
 			continue
 		}
 		if r, err := filepath.EvalSymlinks(d); err != nil || r != d {
-			return nil, nil, false
+			return nil, nil, nil, false
 		}
 	}
 	ents := make([]dirwatch.Entry, 0, len(seen))
 	for e := range seen {
 		ents = append(ents, e)
 	}
-	return ents, dirs, true
+	return ents, seen, dirs, true
 }
 
-// A look is what a build found its paths to name, kept for the next
-// build. A new session's policy differs from the one built before it in
-// its cwd and tmp/ only; while inotify reports no change along the paths
-// of the last look, what those paths name is known without a stat of
-// each (0.5–0.6 ms for the ~250 of the default profile), and the
-// directories above them without resolving each again (0.3–0.4 ms): the
-// reasoning of a cached ruleset's reuse, for the paths two policies
-// share.
+// A look is what a build found its paths to name, kept for the builds
+// after it. A new session's policy shares all but its cwd and tmp/ with
+// the one before; while inotify reports no change along the paths of
+// the look, what those paths name is known without a stat of each (0.5
+// to 0.6 ms for the ~250 of the default profile), and the names and
+// directories above them without a walk and a resolution of each again
+// (0.3 to 0.6 ms): the reasoning of a cached ruleset's reuse, for the
+// paths two policies share. A look is kept until inotify voids it (the
+// daemon takes the first one at start: HoldBase); a build that takes
+// from it keeps its own paths' snapshot in its ruleset only.
 type look struct {
 	at    map[string]int // path -> its index in ids
 	ids   []fileID
-	again map[int]bool    // indexes of the paths looked at anyway: links and pseudo ones
-	real  map[string]bool // the directories above the paths, none reached through a link
-	snap  *dirwatch.Snap  // taken before any of this was found
+	again map[int]bool            // indexes of the paths looked at anyway: links and pseudo ones
+	seen  map[dirwatch.Entry]bool // the names above the paths
+	real  map[string]bool         // the directories above the paths, none reached through a link
+	snap  *dirwatch.Snap          // of seen, taken before any of this was found
 }
 
 var lastLook atomic.Pointer[look]
 
 // lookAt finds what paths name, with the last look's help where inotify
-// vouches for it, and keeps what it found for the next call. snap, taken
-// before the paths were looked at, is nil when it cannot vouch for them.
-func lookAt(paths []string) (ids []fileID, recheck []int, snap *dirwatch.Snap, ok bool) {
-	prev := lastLook.Load()
-	snapshot := func(real map[string]bool) (*dirwatch.Snap, map[string]bool) {
-		ents, dirs, ok := along(paths, real)
-		if !ok {
-			return nil, nil
+// vouches for it; without one, it keeps what it found as the look. snaps,
+// taken before the paths were looked at, are empty when they cannot vouch
+// for them.
+func lookAt(paths []string) (ids []fileID, recheck []int, ss snaps, ok bool) {
+	if prev := lastLook.Load(); prev != nil {
+		ents, _, _, alongOK := along(paths, prev)
+		var own *dirwatch.Snap
+		if alongOK {
+			own, alongOK = ruleWatch().Snapshot(ents)
 		}
-		snap, ok := ruleWatch().Snapshot(ents)
-		if !ok {
-			return nil, nil
-		}
-		return snap, dirs
-	}
-	var dirs map[string]bool
-	if prev != nil {
-		snap, dirs = snapshot(prev.real)
 		// After the new snapshot: a change since is an event it holds.
-		if !ruleWatch().Unchanged(prev.snap) {
-			prev = nil
+		if ruleWatch().Unchanged(prev.snap) {
+			if ids, recheck, ok = pathIDs(paths, prev); !ok {
+				return nil, nil, nil, false
+			}
+			if alongOK {
+				ss = snaps{prev.snap, own}
+			}
+			return ids, recheck, ss, true
 		}
 	}
-	if prev == nil {
-		snap, dirs = snapshot(nil)
+	ents, seen, dirs, alongOK := along(paths, nil)
+	var snap *dirwatch.Snap
+	if alongOK {
+		snap, alongOK = ruleWatch().Snapshot(ents)
 	}
-	if ids, recheck, ok = pathIDs(paths, prev); !ok {
+	if ids, recheck, ok = pathIDs(paths, nil); !ok {
 		return nil, nil, nil, false
 	}
-	if snap != nil {
-		l := &look{at: make(map[string]int, len(paths)), ids: ids, again: make(map[int]bool, len(recheck)), real: dirs, snap: snap}
-		for i, p := range paths {
-			l.at[p] = i
-		}
-		for _, i := range recheck {
-			l.again[i] = true
-		}
-		lastLook.Store(l)
+	if !alongOK {
+		return ids, recheck, nil, true
 	}
-	return ids, recheck, snap, true
+	l := &look{at: make(map[string]int, len(paths)), ids: ids, again: make(map[int]bool, len(recheck)), seen: seen, real: dirs, snap: snap}
+	for i, p := range paths {
+		l.at[p] = i
+	}
+	for _, i := range recheck {
+		l.again[i] = true
+	}
+	lastLook.Store(l)
+	return ids, recheck, snaps{snap}, true
 }
 
 // cached returns a duplicate of the cached ruleset of key, the caller's
@@ -308,7 +334,7 @@ func reuseRuleset(c landlock.Config, p *Policy, build func(ids []fileID) (int, u
 	key := rulesetKey(c, p)
 	paths := allPaths(p)
 	if fd, flags, _ := cached(key, func(cr *cachedRuleset) bool {
-		return cr.snap != nil && ruleWatch().Unchanged(cr.snap) && sameAt(paths, cr.ids, cr.recheck)
+		return cr.snaps.unchanged() && sameAt(paths, cr.ids, cr.recheck)
 	}); fd >= 0 {
 		return fd, flags, nil
 	}
@@ -322,11 +348,11 @@ func reuseRuleset(c landlock.Config, p *Policy, build func(ids []fileID) (int, u
 	// Every path looked at (or vouched for by the last look), after a
 	// snapshot of the directories above them: a change made meanwhile is
 	// an event, and the next call looks at every path again.
-	ids, recheck, snap, ok := lookAt(paths)
+	ids, recheck, ss, ok := lookAt(paths)
 	if ok {
 		if fd, flags, cr := cached(key, func(cr *cachedRuleset) bool { return slices.Equal(cr.ids, ids) }); fd >= 0 {
 			rulesets.mu.Lock()
-			cr.snap, cr.recheck = snap, recheck
+			cr.snaps, cr.recheck = ss, recheck
 			rulesets.mu.Unlock()
 			return fd, flags, nil
 		}
@@ -359,7 +385,7 @@ func reuseRuleset(c landlock.Config, p *Policy, build func(ids []fileID) (int, u
 			break
 		}
 	}
-	rulesets.m[key] = &cachedRuleset{fd: own, flags: flags, ids: ids, snap: snap, recheck: recheck}
+	rulesets.m[key] = &cachedRuleset{fd: own, flags: flags, ids: ids, snaps: ss, recheck: recheck}
 	rulesets.mu.Unlock()
 	if drop >= 0 {
 		unix.Close(drop)

@@ -58,7 +58,7 @@ func TestRulesetReusedOnlyForSameFiles(t *testing.T) {
 	rulesets.mu.RLock()
 	cr := rulesets.m[rulesetKey(landlockConfig(pol), pol)]
 	rulesets.mu.RUnlock()
-	if cr == nil || cr.snap == nil {
+	if cr == nil || len(cr.snaps) == 0 {
 		t.Fatal("no snapshot kept: every reuse stats every path")
 	}
 
@@ -189,6 +189,7 @@ func TestOneBuildAtATime(t *testing.T) {
 // directory replaced, or a directory above made a link, is looked at
 // again.
 func TestLastLookOnlyWhileUnchanged(t *testing.T) {
+	lastLook.Store(nil) // this test's first look is the look
 	root := t.TempDir()
 	a := filepath.Join(root, "a")
 	shared, file := filepath.Join(a, "b"), filepath.Join(root, "f")
@@ -208,11 +209,11 @@ func TestLastLookOnlyWhileUnchanged(t *testing.T) {
 	}
 	lookFor := func(cwd string) ([]fileID, bool) {
 		t.Helper()
-		ids, _, snap, ok := lookAt([]string{shared, file, filepath.Join(root, cwd)})
+		ids, _, ss, ok := lookAt([]string{shared, file, filepath.Join(root, cwd)})
 		if !ok {
 			t.Fatal("look failed")
 		}
-		return ids, snap != nil
+		return ids, len(ss) > 0
 	}
 	first, vouched := lookFor("cwd1")
 	if !vouched || first[0] != stat(shared) || first[1] != stat(file) {
@@ -235,6 +236,17 @@ func TestLastLookOnlyWhileUnchanged(t *testing.T) {
 		t.Fatalf("replaced %s: looked at as %v, the old one was %v, now %v", shared, ids[0], first[0], stat(shared))
 	}
 
+	// A new path reached through a link is not vouched for, while the
+	// look holds for the others.
+	lookFor("cwd1")
+	via := filepath.Join(t.TempDir(), "via")
+	if err := os.Symlink(root, via); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ss, ok := lookAt([]string{shared, file, filepath.Join(via, "cwd2")}); !ok || len(ss) > 0 {
+		t.Fatalf("a path through the link %s was vouched for (ok %v)", via, ok)
+	}
+
 	// A directory above it made a link: nothing can vouch for the paths.
 	lookFor("cwd1")
 	if err := os.Rename(a, filepath.Join(root, "a2")); err != nil {
@@ -245,5 +257,46 @@ func TestLastLookOnlyWhileUnchanged(t *testing.T) {
 	}
 	if _, vouched := lookFor("cwd2"); vouched {
 		t.Fatalf("%s is reached through a link now, and was vouched for", shared)
+	}
+}
+
+// A ruleset built with the look's help is reused only while the names
+// above its own paths are unchanged too: its new path replaced, it is
+// built anew although the look still holds.
+func TestRulesetOfALookWatchesItsOwnPaths(t *testing.T) {
+	if ABI() <= 0 {
+		skipUnlessCI(t, "no landlock")
+	}
+	lastLook.Store(nil)
+	root := t.TempDir()
+	base, own := filepath.Join(root, "base"), filepath.Join(root, "own")
+	os.Mkdir(base, 0o700)
+	os.Mkdir(own, 0o700)
+	builds := 0
+	get := func(pol *Policy) {
+		t.Helper()
+		fd, _, err := reuseRuleset(landlockConfig(pol), pol, func([]fileID) (int, uint32, error) {
+			builds++
+			return landlockConfig(pol).NewRulesetFD(pol.rules()...)
+		})
+		if err != nil || fd < 0 {
+			t.Fatalf("ruleset: %d %v", fd, err)
+		}
+		os.NewFile(uintptr(fd), "ruleset").Close()
+	}
+	get(&Policy{Name: "t", RODirs: []string{base}}) // the look
+	pol := &Policy{Name: "t", RODirs: []string{base, own}}
+	get(pol)
+	get(pol)
+	if builds != 2 {
+		t.Fatalf("%d builds, want 2: the second policy's reused", builds)
+	}
+	if err := os.Rename(own, filepath.Join(root, "away")); err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(own, 0o700)
+	get(pol)
+	if builds != 3 {
+		t.Fatalf("%d builds after %s was replaced, want 3", builds, own)
 	}
 }
