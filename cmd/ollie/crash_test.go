@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -191,4 +192,83 @@ func chats(llm *llmtest.Server) []llmtest.Request {
 		}
 	}
 	return c
+}
+
+// TestKill9WhileSessionsAreMade kills the daemon with SIGKILL while it
+// makes sessions, from its spare directories and past them, and while it
+// makes spares again, then restarts it: every session whose s/new was
+// answered is back, whole, and can run a turn; what is left with a
+// spare's name is exactly a spare as made.
+func TestKill9WhileSessionsAreMade(t *testing.T) {
+	llm := llmtest.NewTest(t, &llmtest.Script{Default: &llmtest.Turn{Text: "ok"}})
+	root := t.TempDir()
+	home, cwd := filepath.Join(root, "home"), filepath.Join(root, "proj")
+	os.MkdirAll(cwd, 0700)
+	rt, _ := os.MkdirTemp("", "olk")
+	t.Cleanup(func() { os.RemoveAll(rt) })
+	sock := filepath.Join(rt, "ollie.sock")
+	env := []string{"HOME=" + home, "PATH=/usr/bin:/bin", "OLLAMA_HOST=" + llm.URL}
+	sdir := filepath.Join(home, ".local", "share", "ollie", "s")
+	spares := func() []string {
+		ents, _ := os.ReadDir(sdir)
+		var names []string
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), ".spare-") {
+				names = append(names, e.Name())
+			}
+		}
+		return names
+	}
+	var made []string
+	for round := range 4 {
+		d := startDaemon(t, env, sock)
+		fsys := d.dial()
+		testutil.Until(t, "the spares made", func() bool { return len(spares()) >= 4 })
+		// Six sessions: four from spares, two made directly; the spares
+		// are made again 100 ms later, while the daemon is killed.
+		for i := range 6 {
+			name := fmt.Sprintf("r%d-%d", round, i)
+			wr(t, fsys, "s/new", "cwd="+cwd+" name="+name)
+			made = append(made, name)
+		}
+		time.Sleep(time.Duration(95+5*round) * time.Millisecond)
+		fsys.Close()
+		d.kill9()
+	}
+
+	d := startDaemon(t, env, sock)
+	fsys := d.dial()
+	idx := rd(t, fsys, "s/idx")
+	for _, name := range made {
+		if cfg := rd(t, fsys, "s/"+name+"/cfg"); !strings.Contains(cfg, "cwd="+cwd) {
+			t.Errorf("%s after the kills: cfg %q", name, cfg)
+		}
+	}
+	if n := strings.Count(idx, "\n"); n != len(made) {
+		t.Errorf("s/idx has %d sessions, want the %d made:\n%s", n, len(made), idx)
+	}
+	for _, sp := range spares() {
+		ents, err := os.ReadDir(filepath.Join(sdir, sp))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range ents {
+			fi, _ := e.Info()
+			if e.Name() == "tmp" {
+				if sub, _ := os.ReadDir(filepath.Join(sdir, sp, "tmp")); !e.IsDir() || len(sub) != 0 {
+					t.Errorf("spare %s: tmp %v %v", sp, e.Type(), sub)
+				}
+			} else if !fi.Mode().IsRegular() || fi.Size() != 0 {
+				t.Errorf("spare %s: %s is %v of %d bytes", sp, e.Name(), fi.Mode(), fi.Size())
+			}
+		}
+	}
+	last := made[len(made)-1]
+	wr(t, fsys, "s/"+last+"/prompt", "still there?\n")
+	if w := rd(t, fsys, "s/"+last+"/wait"); w != "idle\n" {
+		t.Errorf("wait after the kills = %q", w)
+	}
+	if r := rd(t, fsys, "s/"+last+"/reply"); r != "ok" && r != "ok\n" {
+		t.Errorf("reply after the kills = %q", r)
+	}
 }
