@@ -29,14 +29,10 @@ func (r *Runner) Run(ctx context.Context, t *session.Turn) error {
 	alone := r.running.Add(1) == 1
 	defer r.running.Add(-1)
 	if t.S.FirstTurn() && alone {
-		// Part of the turn: its tmp is not mounted after the turn, when
-		// the session may be gone or the daemon stopping (ReleaseTmp).
-		warmed := make(chan struct{})
-		go func() {
-			defer close(warmed)
-			r.warmStage(t.S, st)
-		}()
-		defer func() { <-warmed }()
+		// Not waited for: a turn the model answers without a tool ends
+		// as soon as it has. Its tmp is not mounted once the session is
+		// gone or the daemon stopping (Session.EnsureTmp).
+		go r.warmStage(t.S, st)
 	}
 	if err := t.SetSystemPrompt(st.system); err != nil {
 		return err

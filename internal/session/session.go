@@ -39,6 +39,7 @@ type Session struct {
 	env     envFile                 // own leaf lock
 	removed atomic.Bool             // read without mu: stats of a session's files must not wait for its lock
 	tmpMu   sync.Mutex              // own leaf lock: the mounting of tmp (see quotaTmp)
+	tmpGone bool                    // under tmpMu: ReleaseTmp was called, and tmp is not made again
 	summary atomic.Pointer[Summary] // see Summary; published under mu
 
 	mu           sync.Mutex
@@ -92,14 +93,19 @@ func (s *Session) TreePath() string {
 func (s *Session) TmpDir() string { return filepath.Join(s.dir, "tmp") }
 
 // EnsureTmp makes the scratch directory if it does not exist yet, with
-// its quota (see quotaTmp), and returns it.
+// its quota (see quotaTmp), and returns it; after ReleaseTmp it fails.
 func (s *Session) EnsureTmp() (string, error) {
 	d := s.TmpDir()
+	s.tmpMu.Lock()
+	defer s.tmpMu.Unlock()
+	if s.tmpGone {
+		// Removed, or the daemon is stopping: a mount now would outlive
+		// it (a warming of the sandbox runs beside its turn).
+		return "", errs.E(errs.NotExist, "session ended")
+	}
 	if err := os.Mkdir(d, 0700); err != nil && !os.IsExist(err) {
 		return "", err
 	}
-	s.tmpMu.Lock()
-	defer s.tmpMu.Unlock()
 	if err := quotaTmp(d, s.m.o.TmpQuotaMB); err != nil {
 		return "", err
 	}

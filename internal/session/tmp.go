@@ -60,11 +60,12 @@ func isMountPoint(d string) (bool, error) {
 }
 
 // ReleaseTmp unmounts the session's tmpfs, if it has one, before its
-// directory is removed.
+// directory is removed or the daemon stops; EnsureTmp fails from then on.
 func (s *Session) ReleaseTmp() {
 	d := s.TmpDir()
 	s.tmpMu.Lock()
 	defer s.tmpMu.Unlock()
+	s.tmpGone = true
 	if mounted, _ := isMountPoint(d); mounted {
 		unix.Unmount(d, unix.MNT_DETACH)
 	}

@@ -85,5 +85,15 @@ func TestTmpQuota(t *testing.T) {
 		if st.Dev != parent.Dev {
 			t.Errorf("%s is still mounted after Close", s.TmpDir())
 		}
+		// Nor does anything running beside a turn (the warming of a
+		// session's sandbox) mount it again.
+		if d, err := s.EnsureTmp(); err == nil {
+			t.Errorf("tmp %s made again after Close", d)
+		}
+		syscall.Stat(s.TmpDir(), &st)
+		if st.Dev != parent.Dev {
+			t.Errorf("%s mounted again after Close", s.TmpDir())
+			syscall.Unmount(s.TmpDir(), syscall.MNT_DETACH)
+		}
 	}
 }
