@@ -228,6 +228,18 @@ func (c *stageCgroup) takePlaced(dir string) {
 	c.root.keep(old)
 }
 
+// warm makes n empty stage cgroups for the first stages, which would
+// otherwise each make their own (the daemon calls it at start).
+func (r *cgroupRoot) warm(n int) {
+	for range n {
+		dir := filepath.Join(r.dir, "s"+strconv.FormatInt(r.n.Add(1), 10))
+		if os.Mkdir(dir, 0o755) != nil {
+			return
+		}
+		r.keep(dir)
+	}
+}
+
 // keep keeps the empty cgroup dir for a later stage, or removes it when
 // enough are kept. The removal is not waited for: a cgroup whose last
 // task has just exited stays busy (EBUSY) until the kernel has released

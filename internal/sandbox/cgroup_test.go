@@ -273,3 +273,30 @@ func alive(pid int) bool {
 	i := strings.LastIndexByte(s, ')')
 	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
+
+// Warm's cgroups are there for the first stages: taken, not made.
+func TestWarmCgroupsTaken(t *testing.T) {
+	root, err := stageCgroups()
+	if err != nil {
+		skipUnlessCI(t, fmt.Sprintf("no stage cgroups (%v)", err))
+	}
+	for len(root.spare) > 0 { // what earlier tests kept
+		rmdir(<-root.spare)
+	}
+	root.warm(2)
+	if len(root.spare) != 2 {
+		t.Fatalf("%d cgroups kept after warm(2)", len(root.spare))
+	}
+	next := root.n.Load()
+	c, err := newStageCgroup(0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.remove()
+	if root.n.Load() != next {
+		t.Errorf("the stage made cgroup s%d instead of taking a warm one", root.n.Load())
+	}
+	if _, err := os.Stat(c.dir); err != nil {
+		t.Errorf("the warm cgroup %s: %v", c.dir, err)
+	}
+}

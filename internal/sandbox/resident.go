@@ -454,9 +454,14 @@ func orDevNull(f *os.File) *os.File {
 	return f
 }
 
+// warmCgroups is how many stage cgroups Warm makes ahead: the first
+// stage's, and a second for a stage of two programs or the next call.
+const warmCgroups = 2
+
 // Warm starts, in the background, what the first sandboxed program of
 // the daemon would otherwise wait for: the probe of the kernel's Landlock
-// ABI, the stages' cgroups and the resident helper of executable helper.
+// ABI, the stages' cgroups (and warmCgroups of them for the first stages)
+// and the resident helper of executable helper.
 // The daemon calls it once it serves. A helper that fails to start here
 // is reported through logf (an ollie-sandbox of another build, say, which
 // refuses to run anything), and fails again at first use.
@@ -468,7 +473,9 @@ func Warm(helper string, logf func(string, ...any), profiles ...config.Profile) 
 		if ABI() <= 0 {
 			return
 		}
-		stageCgroups()
+		if cg, err := stageCgroups(); err == nil {
+			cg.warm(warmCgroups)
+		}
 		r, err := residentFor(helper)
 		if err != nil {
 			logf("%v", err)
