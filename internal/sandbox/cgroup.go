@@ -192,8 +192,7 @@ func newStageCgroup(procs int, guard string) (*stageCgroup, error) {
 	select {
 	case c.dir = <-r.spare:
 	default:
-		c.dir = filepath.Join(r.dir, "s"+strconv.FormatInt(r.n.Add(1), 10))
-		if err := retry(func() error { return os.Mkdir(c.dir, 0o755) }); err != nil {
+		if c.dir, err = r.newDir(); err != nil {
 			return nil, fmt.Errorf("cgroup: %v", err)
 		}
 	}
@@ -228,12 +227,18 @@ func (c *stageCgroup) takePlaced(dir string) {
 	c.root.keep(old)
 }
 
+// newDir makes a stage cgroup of a name not used before.
+func (r *cgroupRoot) newDir() (string, error) {
+	dir := filepath.Join(r.dir, "s"+strconv.FormatInt(r.n.Add(1), 10))
+	return dir, retry(func() error { return os.Mkdir(dir, 0o755) })
+}
+
 // warm makes n empty stage cgroups for the first stages, which would
 // otherwise each make their own (the daemon calls it at start).
 func (r *cgroupRoot) warm(n int) {
 	for range n {
-		dir := filepath.Join(r.dir, "s"+strconv.FormatInt(r.n.Add(1), 10))
-		if os.Mkdir(dir, 0o755) != nil {
+		dir, err := r.newDir()
+		if err != nil {
 			return
 		}
 		r.keep(dir)

@@ -65,7 +65,6 @@ var guardCgroup struct {
 	err error
 }
 
-// guardDir returns the guarded cgroup for g, setting it up on first use.
 // WarmGuard sets up the port guard for g ahead of the first stage that
 // needs it: its cgroup and programs took 0.5 ms of the Prepare of a
 // daemon's first stage. An error is kept for that stage to report, as if
@@ -76,6 +75,7 @@ func WarmGuard(g Guard) {
 	}
 }
 
+// guardDir returns the guarded cgroup for g, setting it up on first use.
 func guardDir(g Guard) (string, error) {
 	guardCgroup.mu.Lock()
 	defer guardCgroup.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -99,13 +100,13 @@ func asMade(d string) bool {
 		}
 		switch {
 		case e.Name() == "tmp":
-			if st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Nlink != 2 {
+			if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 				return false
 			}
 			if sub, err := os.ReadDir(filepath.Join(d, "tmp")); err != nil || len(sub) != 0 {
 				return false
 			}
-		case isSpareFile(e.Name()):
+		case slices.Contains(spareFiles, e.Name()):
 			if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size != 0 {
 				return false
 			}
@@ -116,24 +117,12 @@ func asMade(d string) bool {
 	return true
 }
 
-func isSpareFile(name string) bool {
-	for _, f := range spareFiles {
-		if f == name {
-			return true
-		}
-	}
-	return false
-}
-
 // removeSpare removes a spare, or whatever else carries the name of one;
 // a mount on its tmp (none is made there) is let go first, so that the
 // removal cannot reach into it.
 func removeSpare(d string) error {
-	tmp := filepath.Join(d, "tmp")
-	if mounted, err := isMountPoint(tmp); err == nil && mounted {
-		if err := unix.Unmount(tmp, unix.MNT_DETACH); err != nil {
-			return err
-		}
+	if err := unmountTmp(filepath.Join(d, "tmp")); err != nil {
+		return err
 	}
 	return os.RemoveAll(d)
 }

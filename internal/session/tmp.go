@@ -66,7 +66,13 @@ func (s *Session) ReleaseTmp() {
 	s.tmpMu.Lock()
 	defer s.tmpMu.Unlock()
 	s.tmpGone = true
-	if mounted, _ := isMountPoint(d); mounted {
-		unix.Unmount(d, unix.MNT_DETACH)
+	unmountTmp(d)
+}
+
+// unmountTmp lets go of a tmpfs mounted on d, if there is one.
+func unmountTmp(d string) error {
+	if mounted, err := isMountPoint(d); err != nil || !mounted {
+		return nil
 	}
+	return unix.Unmount(d, unix.MNT_DETACH)
 }
