@@ -111,13 +111,7 @@ func TestKill9DuringStreamingTurn(t *testing.T) {
 		Default: &llmtest.Turn{Text: "resumed answer"},
 		Latency: llmtest.Duration(5 * time.Millisecond),
 	})
-	root := t.TempDir()
-	home, cwd := filepath.Join(root, "home"), filepath.Join(root, "proj")
-	os.MkdirAll(cwd, 0700)
-	rt, _ := os.MkdirTemp("", "olk")
-	t.Cleanup(func() { os.RemoveAll(rt) })
-	sock := filepath.Join(rt, "ollie.sock")
-	env := []string{"HOME=" + home, "PATH=/usr/bin:/bin", "OLLAMA_HOST=" + llm.URL}
+	_, cwd, sock, env := crashHome(t, llm)
 	d := startDaemon(t, env, sock)
 	fsys := d.dial()
 	wr(t, fsys, "s/new", "cwd="+cwd+" name=survivor")
@@ -183,6 +177,19 @@ func TestKill9DuringStreamingTurn(t *testing.T) {
 	}
 }
 
+// crashHome lays out a daemon's home, its sessions' cwd and its socket
+// (in a short directory of its own: a socket path is at most 108 bytes),
+// and the environment that points the daemon at llm.
+func crashHome(t *testing.T, llm *llmtest.Server) (home, cwd, sock string, env []string) {
+	t.Helper()
+	root := t.TempDir()
+	home, cwd = filepath.Join(root, "home"), filepath.Join(root, "proj")
+	os.MkdirAll(cwd, 0700)
+	rt, _ := os.MkdirTemp("", "olk")
+	t.Cleanup(func() { os.RemoveAll(rt) })
+	return home, cwd, filepath.Join(rt, "ollie.sock"), []string{"HOME=" + home, "PATH=/usr/bin:/bin", "OLLAMA_HOST=" + llm.URL}
+}
+
 // chats returns the chat requests the model server has had.
 func chats(llm *llmtest.Server) []llmtest.Request {
 	var c []llmtest.Request
@@ -201,13 +208,7 @@ func chats(llm *llmtest.Server) []llmtest.Request {
 // spare's name is exactly a spare as made.
 func TestKill9WhileSessionsAreMade(t *testing.T) {
 	llm := llmtest.NewTest(t, &llmtest.Script{Default: &llmtest.Turn{Text: "ok"}})
-	root := t.TempDir()
-	home, cwd := filepath.Join(root, "home"), filepath.Join(root, "proj")
-	os.MkdirAll(cwd, 0700)
-	rt, _ := os.MkdirTemp("", "olk")
-	t.Cleanup(func() { os.RemoveAll(rt) })
-	sock := filepath.Join(rt, "ollie.sock")
-	env := []string{"HOME=" + home, "PATH=/usr/bin:/bin", "OLLAMA_HOST=" + llm.URL}
+	home, cwd, sock, env := crashHome(t, llm)
 	sdir := filepath.Join(home, ".local", "share", "ollie", "s")
 	spares := func() []string {
 		ents, _ := os.ReadDir(sdir)

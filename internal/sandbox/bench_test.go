@@ -20,15 +20,7 @@ func BenchmarkPrepare(b *testing.B) {
 	os.MkdirAll(tmp, 0o755)
 	prof := config.BuiltinProfiles()["workspace"]
 	for b.Loop() {
-		pol, err := New("workspace", prof, Paths{Home: home, Cwd: cwd, Tmp: tmp})
-		if err != nil {
-			b.Fatal(err)
-		}
-		pr, err := pol.Prepare(false)
-		if err != nil {
-			b.Fatal(err)
-		}
-		pr.Close()
+		prepare(b, prof, Paths{Home: home, Cwd: cwd, Tmp: tmp}).Close()
 	}
 }
 
@@ -49,15 +41,7 @@ func BenchmarkPrepareNewSession(b *testing.B) {
 		os.MkdirAll(cwd, 0o755)
 		os.MkdirAll(tmp, 0o755)
 		b.StartTimer()
-		pol, err := New("workspace", prof, Paths{Home: home, Cwd: cwd, Tmp: tmp})
-		if err != nil {
-			b.Fatal(err)
-		}
-		pr, err := pol.Prepare(false)
-		if err != nil {
-			b.Fatal(err)
-		}
-		pr.Close()
+		prepare(b, prof, Paths{Home: home, Cwd: cwd, Tmp: tmp}).Close()
 	}
 }
 

@@ -55,7 +55,7 @@ func killResident(t *testing.T) {
 
 // prepare prepares profile prof, called "workspace", for paths; the
 // caller closes it.
-func prepare(t *testing.T, prof config.Profile, paths Paths) *Prepared {
+func prepare(t testing.TB, prof config.Profile, paths Paths) *Prepared {
 	t.Helper()
 	pol, err := New("workspace", prof, paths)
 	if err != nil {
