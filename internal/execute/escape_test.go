@@ -84,6 +84,11 @@ func (f *fixture) wantDenied(name, want string, st ...Stage) {
 func TestEscapeFiles(t *testing.T) {
 	f := newFixture(t)
 	outside := filepath.Join(f.root, "outside")
+	// A spare session directory (internal/session/spare.go): what a stage
+	// plants in one would be the next session's chat or history.
+	spare := filepath.Join(f.dataDir, "s", ".spare-0")
+	write(t, filepath.Join(spare, "chat"), "")
+	planted := filepath.Join(f.dataDir, "s", ".spare-planted")
 	for _, tc := range []struct{ name, op, want string }{
 		{"read ssh key", "cat " + f.sshKey, eacces},
 		{"read aws credentials", "cat " + f.awsCreds, eacces},
@@ -92,6 +97,8 @@ func TestEscapeFiles(t *testing.T) {
 		{"read another session", "cat " + f.otherChat, eacces},
 		{"list sessions", "ls " + filepath.Dir(f.otherChat), eacces},
 		{"write another session's tmp", "mkdir -p " + filepath.Join(f.dataDir, "tmp", "s2"), eacces},
+		{"write a spare session directory", "echo 'user: planted' >> " + filepath.Join(spare, "chat"), eacces},
+		{"make a spare session directory", "mkdir " + planted, eacces},
 		{"write outside cwd", "echo x > " + outside, eacces},
 		{"write /etc", "echo x > /etc/ollie-escape", eacces},
 		{"symlink to /etc, write through it", "ln -s /etc etc-link && echo x > etc-link/ollie-escape", eacces},
@@ -108,13 +115,16 @@ func TestEscapeFiles(t *testing.T) {
 	} {
 		f.with(t).wantDenied(tc.name, tc.want, attempt(tc.op))
 	}
-	for _, p := range []string{outside, "/etc/ollie-escape", filepath.Join(f.dataDir, "tmp", "s2")} {
+	for _, p := range []string{outside, "/etc/ollie-escape", filepath.Join(f.dataDir, "tmp", "s2"), planted} {
 		if exists(p) {
 			t.Errorf("%s was created", p)
 		}
 	}
 	if !exists(f.sshKey) {
 		t.Error("the key was moved")
+	}
+	if b, err := os.ReadFile(filepath.Join(spare, "chat")); err != nil || len(b) != 0 {
+		t.Errorf("the spare's chat holds %q (%v)", b, err)
 	}
 }
 
