@@ -13,6 +13,7 @@ import (
 	"ollie.dev/ollie/internal/config"
 	"ollie.dev/ollie/internal/daemon"
 	"ollie.dev/ollie/internal/execute"
+	"ollie.dev/ollie/internal/idle"
 	"ollie.dev/ollie/internal/mcplive"
 	"ollie.dev/ollie/internal/ninep"
 	"ollie.dev/ollie/internal/redact"
@@ -147,43 +148,45 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	// and the mount namespaces it keeps, which hold copies of the mount,
 	// go before the unmount that would wait for them.
 	d.BeforeClose(sandbox.Stop)
-	// Threads ready for the default profile's stages, so that the first
-	// one of this daemon does not wait for them.
-	// And the part of the default profile's policy that is the same for
-	// every session (the system carved around secrets, 2 to 3 ms), which
-	// the sandbox then keeps fresh in the background while it is used.
+	// Warming, in the background, when the daemon has a moment
+	// (internal/idle): nothing here is needed to answer, each piece is
+	// done by the first request that needs it if it comes first, and a
+	// request waits for no warming.
+	//  - the t/ and sk/ indexes every system prompt shows;
+	//  - the model and context window of the default agent's backend;
+	//  - the part of the default profile's policy that is the same for
+	//    every session (the system carved around secrets, 2 to 3 ms),
+	//    which the sandbox then keeps fresh while it is used;
+	//  - the stages' cgroups and the resident sandbox helper, with
+	//    threads ready for the default profile's stages.
+	// A moment after start, what only start-up needed goes back to the
+	// system: its forced collection and its walk of the mappings took
+	// some 10 ms of CPU from the first answer when done at once. First,
+	// the default profile's system paths are opened and held for the
+	// rulesets of new sessions (internal/sandbox/heldpaths.go), which
+	// once waited for the kernel in the first stage of the daemon, and
+	// the port guard is set up, which that stage also did.
+	helper := sandbox.HelperFor(env.Argv0)
+	if helper == env.Argv0 {
+		logger.Printf("no %s beside %s: ollie is its own sandbox helper, which takes more memory and time to start",
+			sandbox.HelperName, env.Argv0)
+	}
+	work := []func(){runner.Warm, func() { runner.WarmBackend(ctx, session.DefaultAgent) }}
 	var warm []config.Profile
 	hold := func() {}
 	if p, err := env.Config.Sandbox.Profile(env.Config.Sandbox.Default); err == nil {
 		warm = append(warm, p)
 		home, _ := os.UserHomeDir() // as agent.FromConfig gives the executor
 		private := execute.PrivatePaths(env.Config)
-		go sandbox.WarmBase(p, home, private)
+		work = append(work, func() { sandbox.WarmBase(p, home, private) })
 		hold = func() {
 			sandbox.HoldBase(p, home, private)
 			sandbox.WarmGuard(execute.StagePorts(env.Config))
 		}
 	}
-	go runner.Warm() // the t/ and sk/ indexes every system prompt shows
-	go runner.WarmBackend(ctx, session.DefaultAgent)
-	helper := sandbox.HelperFor(env.Argv0)
-	if helper == env.Argv0 {
-		logger.Printf("no %s beside %s: ollie is its own sandbox helper, which takes more memory and time to start",
-			sandbox.HelperName, env.Argv0)
-	}
-	sandbox.Warm(helper, logger.Printf, warm...)
-	// What only start-up needed goes back to the system a moment later:
-	// trimmed here, its forced collection and its walk of the mappings
-	// took some 10 ms of CPU from the first answer, which is waited for
-	// by a person or a script that just started ollie. Then too, and
-	// first, the default profile's system paths are opened and held for
-	// the rulesets of new sessions (internal/sandbox/heldpaths.go), which
-	// once waited for the kernel in the first stage of the daemon, and
-	// the port guard is set up, which that stage also did.
-	time.AfterFunc(trimAfter, func() {
-		hold()
-		trim.Executable()
-	})
+	work = append(work, func() { sandbox.Warm(helper, logger.Printf, warm...) },
+		idle.Until(ctx, d.Start.Add(trimAfter)), hold, trim.Executable)
+	idle.Later(ctx, work...)
 	// And what requests bring in, once they stop.
 	go trim.WhenIdle(ctx, d.Server.Stats.TotalOps)
 	err = d.Run(ctx)

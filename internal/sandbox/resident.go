@@ -458,32 +458,30 @@ func orDevNull(f *os.File) *os.File {
 // stage's, and a second for a stage of two programs or the next call.
 const warmCgroups = 2
 
-// Warm starts, in the background, what the first sandboxed program of
-// the daemon would otherwise wait for: the probe of the kernel's Landlock
-// ABI, the stages' cgroups (and warmCgroups of them for the first stages)
-// and the resident helper of executable helper.
-// The daemon calls it once it serves. A helper that fails to start here
-// is reported through logf (an ollie-sandbox of another build, say, which
-// refuses to run anything), and fails again at first use.
+// Warm does what the first sandboxed program of the daemon would
+// otherwise wait for: the probe of the kernel's Landlock ABI, the stages'
+// cgroups (and warmCgroups of them for the first stages) and the start of
+// the resident helper of executable helper. The daemon calls it in the
+// background once it serves (internal/idle). A helper that fails to start
+// here is reported through logf (an ollie-sandbox of another build, say,
+// which refuses to run anything), and fails again at first use.
 //
 // The helper also makes threads ready for the seccomp filter of each of
 // profiles, so that the first stage of each finds one waiting.
 func Warm(helper string, logf func(string, ...any), profiles ...config.Profile) {
-	go func() {
-		if ABI() <= 0 {
-			return
-		}
-		if cg, err := stageCgroups(); err == nil {
-			cg.warm(warmCgroups)
-		}
-		r, err := residentFor(helper)
-		if err != nil {
-			logf("%v", err)
-			return
-		}
-		for _, p := range profiles {
-			_, deny := netPolicy(p)
-			r.send(request{Warm: true, Spec: spec{Deny: deny}}, -1, nil)
-		}
-	}()
+	if ABI() <= 0 {
+		return
+	}
+	if cg, err := stageCgroups(); err == nil {
+		cg.warm(warmCgroups)
+	}
+	r, err := residentFor(helper)
+	if err != nil {
+		logf("%v", err)
+		return
+	}
+	for _, p := range profiles {
+		_, deny := netPolicy(p)
+		r.send(request{Warm: true, Spec: spec{Deny: deny}}, -1, nil)
+	}
 }
