@@ -12,6 +12,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -68,6 +69,7 @@ type Runner struct {
 	first  map[string]string // backend -> its first listed model, when none is configured
 	idx    map[string]cachedIdx
 	agents map[string]cachedAgent // name -> its configuration, while a/ is unchanged
+	parts  map[string]cachedIdx   // a file of p/ -> its text, while p/ is unchanged
 	watch  *dirwatch.Watch        // of the directories behind idx
 	hist   map[string]*histCache  // session id -> decoded history
 }
@@ -85,7 +87,7 @@ func New(o Options) *Runner {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
-	r := &Runner{o: o, backends: map[string]backend.Backend{}, fenced: map[string]bool{}, noReas: map[string]bool{}, first: map[string]string{}, idx: map[string]cachedIdx{}, agents: map[string]cachedAgent{}, hist: map[string]*histCache{}, watch: dirwatch.New()}
+	r := &Runner{o: o, backends: map[string]backend.Backend{}, fenced: map[string]bool{}, noReas: map[string]bool{}, first: map[string]string{}, idx: map[string]cachedIdx{}, agents: map[string]cachedAgent{}, parts: map[string]cachedIdx{}, hist: map[string]*histCache{}, watch: dirwatch.New()}
 	runtime.AddCleanup(r, func(w *dirwatch.Watch) { w.Close() }, r.watch)
 	for _, b := range o.Backends {
 		r.backends[b.Name()] = b
@@ -218,6 +220,26 @@ func (r *Runner) firstModel(ctx context.Context, be backend.Backend) (string, er
 	r.first[be.Name()] = ms[0].ID
 	r.mu.Unlock()
 	return ms[0].ID, nil
+}
+
+// CheckAgent accepts the name of a valid agent configuration in a/, as
+// the check of a new session's settings: it reads what every turn reads,
+// the configuration kept while a/ is unchanged (70 µs of a session's
+// creation when read anew).
+func (r *Runner) CheckAgent(name string) error {
+	if !config.ValidName(name) {
+		return errs.E(errs.Invalid, fmt.Sprintf("bad agent name %q", name))
+	}
+	_, err := r.loadAgent(name)
+	switch {
+	case err == nil:
+		return nil
+	case errs.Is(err, errs.NotExist):
+		// Invalid, not NotExist: the file written (cfg, s/new, ctl)
+		// exists; the value in it is what is wrong.
+		return errs.E(errs.Invalid, "no agent "+name+" (no a/"+name+".json)")
+	}
+	return errs.E(errs.Invalid, err.Error())
 }
 
 func (r *Runner) loadAgent(name string) (*agentcfg.Agent, error) {

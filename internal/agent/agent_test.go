@@ -650,3 +650,86 @@ func TestAgentChangesSeenAtOnce(t *testing.T) {
 	os.WriteFile(outside, []byte(agent("five")), 0644)
 	check(s, "five")
 }
+
+// A new session's agent is checked against a/ as it is at the write to
+// s/new, though the check reads the configuration the turns keep.
+func TestNewSessionChecksTheAgentAsItIsNow(t *testing.T) {
+	e := newEnv(t, config.KindAnthropic, &llmtest.Script{Default: &llmtest.Turn{Text: "ok"}})
+	path := filepath.Join(e.cfg.ConfigDir, "a", "fickle.json")
+	try := func(want string) {
+		t.Helper()
+		err := e.fsys.WriteFile(ctx, "s/new", []byte("cwd="+e.cwd+" agent=fickle\n"), 0)
+		switch {
+		case want == "" && err != nil:
+			t.Fatalf("s/new agent=fickle: %v", err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Fatalf("s/new agent=fickle: %v, want an error with %q", err, want)
+		}
+	}
+	try("no agent fickle (no a/fickle.json)")
+	e.write("a/fickle.json", `{"prompt": [{"file": "base.md"}]}`)
+	try("")
+	if err := os.WriteFile(path, []byte(`{"prompt": [`), 0644); err != nil {
+		t.Fatal(err)
+	}
+	try("a/fickle.json:")
+	if err := os.WriteFile(path, []byte(`{}`), 0644); err != nil {
+		t.Fatal(err)
+	}
+	try("")
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	try("no agent fickle")
+	for _, bad := range []string{"../a/default", "a/../default", "nosuch"} {
+		err := e.fsys.WriteFile(ctx, "s/new", []byte("cwd="+e.cwd+" agent="+bad+"\n"), 0)
+		if err == nil {
+			t.Errorf("s/new agent=%q: made a session", bad)
+		}
+	}
+}
+
+// A prompt part of p/ is kept between turns while p/ is unchanged; every
+// change is in the next system prompt: written in place, replaced by a
+// rename, a link to a file elsewhere.
+func TestPromptPartChangesSeenAtOnce(t *testing.T) {
+	e := newEnv(t, config.KindAnthropic, &llmtest.Script{Default: &llmtest.Turn{Text: "ok"}})
+	pdir := filepath.Join(e.cfg.ConfigDir, "p")
+	write := func(p, text string) {
+		t.Helper()
+		if err := os.WriteFile(p, []byte(text), 0644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path, deep := filepath.Join(pdir, "part.md"), filepath.Join(pdir, "deep.md")
+	write(path, "one\n\n")
+	write(deep, "deep one\n")
+	e.write("a/parts.json", `{"prompt": [{"file": "part.md"}, {"file": "deep.md"}]}`)
+	s := e.newSession("agent=parts")
+	check := func(want string) {
+		t.Helper()
+		e.ask(s, "hello")
+		if sp := e.read("s/" + s + "/systemprompt"); sp != want {
+			t.Errorf("systemprompt %q, want %q", sp, want)
+		}
+	}
+	check("one\n\ndeep one\n")
+	write(path, "two\n\n")
+	check("two\n\ndeep one\n")
+	write(path+".tmp", "three\n\n")
+	if err := os.Rename(path+".tmp", path); err != nil {
+		t.Fatal(err)
+	}
+	check("three\n\ndeep one\n")
+	write(deep, "deep two\n")
+	check("three\n\ndeep two\n")
+	outside := filepath.Join(t.TempDir(), "part.md")
+	write(outside, "four\n\n")
+	os.Remove(path)
+	if err := os.Symlink(outside, path); err != nil {
+		t.Fatal(err)
+	}
+	check("four\n\ndeep two\n")
+	write(outside, "five\n\n")
+	check("five\n\ndeep two\n")
+}

@@ -161,9 +161,27 @@ func fingerprint(dir string) string {
 }
 
 func (r *Runner) promptFile(name string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(r.o.Config.ConfigDir, "p", name))
+	dir := filepath.Join(r.o.Config.ConfigDir, "p")
+	path := filepath.Join(dir, name)
+	// Kept while p/ is unchanged, as the agents are (loadAgent): every
+	// turn and every new session read it. name is a name in p/
+	// (agentcfg); a link is read every time, as its target's changes
+	// make no event in p/.
+	stamp := r.stamp(dir)
+	r.mu.Lock()
+	c, ok := r.parts[name]
+	r.mu.Unlock()
+	if ok && stamp != "" && c.stamp == stamp {
+		return c.text, nil
+	}
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return "", errs.E(errs.NotExist, "prompt part p/"+name)
+	}
+	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() && stamp != "" {
+		r.mu.Lock()
+		r.parts[name] = cachedIdx{stamp: stamp, text: string(b)}
+		r.mu.Unlock()
 	}
 	return string(b), nil
 }

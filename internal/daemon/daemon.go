@@ -32,6 +32,9 @@ type Options struct {
 	Log *log.Logger // nil: the standard logger
 	// Runner runs the turns of sessions (the agent loop).
 	Runner session.Runner
+	// CheckAgent accepts the name of a valid agent configuration; nil:
+	// a/<name>.json is read and parsed at each check.
+	CheckAgent func(name string) error
 	// Models lists the models of a session's backend, for s/<id>/models.
 	Models func(ctx context.Context, s *session.Session) ([]string, error)
 	// Extra root entries (batch jobs) built by other layers.
@@ -99,7 +102,10 @@ func Start(cfg *config.Config, o Options) (*Daemon, error) {
 	d.OnClose(func() { lk.Close(); os.Remove(lk.Name()) })
 
 	var reg *batch.Registry
-	so := session.Options{Runner: o.Runner, CheckAgent: agentChecker(cfg), CheckBackend: backendChecker(cfg), CheckCwd: cwdChecker(cfg),
+	if o.CheckAgent == nil {
+		o.CheckAgent = agentChecker(cfg)
+	}
+	so := session.Options{Runner: o.Runner, CheckAgent: o.CheckAgent, CheckBackend: backendChecker(cfg), CheckCwd: cwdChecker(cfg),
 		Logf: d.log.Printf, OnStop: func(id string) { reg.StopChildren(id) }, TmpQuotaMB: cfg.Sandbox.TmpQuotaMB, Redact: o.Redact}
 	reg, err = batch.Open(batch.Options{Dir: filepath.Join(cfg.DataDir, "b"), Session: so, MaxRunning: cfg.MaxParallel,
 		TrDir: filepath.Join(cfg.DataDir, "tr"), Logf: d.log.Printf})

@@ -112,7 +112,7 @@ func (s *Stack) startDaemon() {
 	s.Runner = agent.New(agent.Options{Config: s.Cfg, Backends: Backends(s.t, s.Cfg, s.o.Kind), Exec: s.Exec,
 		Mount: s.Mnt, RetryBase: s.o.RetryBase})
 	r := s.Runner
-	s.D = testutil.Daemon(s.t, s.Cfg, daemon.Options{Runner: r, Models: r.Models, BackendState: r.BackendState, InUse: r.InUse, SystemPrompt: r.SystemPrompt})
+	s.D = testutil.Daemon(s.t, s.Cfg, daemon.Options{Runner: r, CheckAgent: r.CheckAgent, Models: r.Models, BackendState: r.BackendState, InUse: r.InUse, SystemPrompt: r.SystemPrompt})
 	s.Fsys = testutil.Dial(s.t, s.Cfg)
 }
 
