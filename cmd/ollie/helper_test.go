@@ -1,6 +1,7 @@
 package main
 
 import (
+	"debug/elf"
 	"fmt"
 	"os"
 	"os/exec"
@@ -97,8 +98,9 @@ func TestOllieSandboxBinary(t *testing.T) {
 	}
 }
 
-// built holds ollie, ollie-web and ollie-sandbox as go build makes them,
-// for the tests that need the real binaries; TestMain removes them.
+// built holds ollie, ollie-web and ollie-sandbox as ./run.sh builds
+// them (static: CGO_ENABLED=0), for the tests that need the real
+// binaries; TestMain removes them.
 var built struct {
 	once sync.Once
 	dir  string
@@ -115,6 +117,7 @@ func builtBinaries(t testing.TB) string {
 			return
 		}
 		cmd := exec.Command("go", "build", "-o", built.dir+"/", "ollie.dev/ollie/cmd/ollie", "ollie.dev/ollie/cmd/"+webName, "ollie.dev/ollie/cmd/"+sandbox.HelperName)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			built.err = fmt.Errorf("go build: %v\n%s", err, out)
 		}
@@ -204,4 +207,29 @@ func turnIn(t *testing.T, d *daemonProc, cwd, name, mark string) string {
 	wr(t, fsys, "s/"+name+"/prompt", "run "+mark+"\n")
 	rd(t, fsys, "s/"+name+"/wait")
 	return rd(t, fsys, "s/"+name+"/chat")
+}
+
+// The binaries are built as ./run.sh builds them, static: no dynamic
+// loader or libc to start in each process (docs/bench.md).
+func TestBinariesAreStatic(t *testing.T) {
+	b, err := os.ReadFile("../../run.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "CGO_ENABLED=0 go build") {
+		t.Error("run.sh does not build with CGO_ENABLED=0, as builtBinaries does")
+	}
+	dir := builtBinaries(t)
+	for _, name := range []string{"ollie", webName, sandbox.HelperName} {
+		f, err := elf.Open(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_INTERP {
+				t.Errorf("%s has a program interpreter: it is linked dynamically", name)
+			}
+		}
+		f.Close()
+	}
 }
