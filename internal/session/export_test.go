@@ -30,3 +30,7 @@ var (
 	Adopt      = adopt
 	SpareFiles = spareFiles
 )
+
+// SetSyncHook has f told of each fsync of a path, before it; nil ends
+// that.
+func SetSyncHook(f func(path string)) { syncHook = f }

@@ -37,7 +37,7 @@ import (
 // a spare half made, or one a crash left between its meta.json and its
 // rename. Nothing in a spare is acknowledged to anyone, so nothing is
 // fsync'd for it: the first prompt of its session makes the directory
-// durable (syncDirsLocked), as for any other.
+// durable (promptLocked), as for any other.
 
 const sparePrefix = ".spare-"
 

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -266,4 +268,55 @@ func TestSparesWaitForABurstToEnd(t *testing.T) {
 		t.Errorf("%d of %d sessions made in a burst came from spares, want the 2 ready", fromSpares, made)
 	}
 	waitSpares(t, m, 2)
+}
+
+// The first prompt of a session made without a spare creates its files
+// (chat, context.jsonl), and makes them durable with the directory: the
+// directory's fsync comes once they are in it, and before the prompt is
+// acknowledged. (It once came before context.jsonl was made: on a disk
+// without a journal, its entry could be lost with the prompt.)
+func TestFirstPromptSyncsTheDirectoryWithItsFiles(t *testing.T) {
+	for _, spares := range []int{0, 1} {
+		dir := t.TempDir()
+		m, err := session.Open(session.Options{Dir: filepath.Join(dir, "s"), TrDir: filepath.Join(dir, "tr"), Runner: newRunner(), Spares: spares})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitSpares(t, m, spares)
+		s, err := m.New(session.Spec{Cwd: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		synced := map[string][]string{} // path -> the entries of the session's directory then
+		session.SetSyncHook(func(path string) {
+			ents, _ := os.ReadDir(s.Dir())
+			var names []string
+			for _, e := range ents {
+				names = append(names, e.Name())
+			}
+			mu.Lock()
+			synced[path] = names
+			mu.Unlock()
+		})
+		err = s.Submit("hello")
+		session.SetSyncHook(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		for _, p := range []string{filepath.Join(s.Dir(), "meta.json"), filepath.Join(s.Dir(), "context.jsonl"), s.Dir(), filepath.Dir(s.Dir())} {
+			if _, ok := synced[p]; !ok {
+				t.Errorf("spares %d: %s not synced by the first prompt", spares, p)
+			}
+		}
+		for _, name := range []string{"chat", "context.jsonl", "meta.json"} {
+			if !slices.Contains(synced[s.Dir()], name) {
+				t.Errorf("spares %d: the directory synced with %v in it, before its %s", spares, synced[s.Dir()], name)
+			}
+		}
+		mu.Unlock()
+		wait(t, s)
+		m.Close()
+	}
 }

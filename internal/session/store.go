@@ -86,13 +86,22 @@ func replaceFile(name string, data []byte, perm os.FileMode, durable bool) error
 
 var tmpSeq atomic.Uint64
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
+func syncDir(dir string) error { return syncPath(dir) }
+
+// syncHook, if set (by a test), is told of each syncPath first.
+var syncHook func(path string)
+
+// syncPath fsyncs the file or directory at path.
+func syncPath(path string) error {
+	if syncHook != nil {
+		syncHook(path)
+	}
+	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	return d.Sync()
+	defer f.Close()
+	return f.Sync()
 }
 
 func writeJSON(name string, v any) error {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"ollie.dev/ollie/internal/errs"
@@ -110,11 +111,8 @@ func (s *Session) launchLocked(t *Turn, compact bool) error {
 		if err := s.chatLocked(line, false); err != nil {
 			return errs.E(errs.Other, "chat", err)
 		}
-		if s.unsynced {
-			s.syncDirsLocked()
-		}
 		msg, _ := json.Marshal(map[string]string{"role": "user", "text": t.Prompt})
-		if err := s.appendLocked("context.jsonl", append(msg, '\n'), true); err != nil {
+		if err := s.promptLocked(append(msg, '\n')); err != nil {
 			return errs.E(errs.Other, "history", err)
 		}
 		s.offset = s.chatSize.Load()
@@ -340,14 +338,29 @@ func (s *Session) archiveHistoryLocked() error {
 	return writeAtomic(filepath.Join(dir, name), b, 0600)
 }
 
-// syncDirsLocked makes a new session's directory durable: its files, the
-// directory itself and its entry in the sessions directory.
-func (s *Session) syncDirsLocked() {
-	if f, err := os.Open(filepath.Join(s.dir, "meta.json")); err == nil {
-		f.Sync()
-		f.Close()
+// promptLocked appends a prompt's record to the history, durably. The
+// first prompt of a new session also makes the session durable (New
+// left that to it): meta.json, the directory with the files the prompt
+// made (chat, context.jsonl), and the directory's entry in the
+// sessions directory. Their fsyncs and the record's go to the disk at
+// once: on the disk measured, four at once took 0.85-1.06 ms where one
+// after another took 1.26-1.45 (docs/bench.md).
+func (s *Session) promptLocked(rec []byte) error {
+	if !s.unsynced {
+		return s.appendLocked("context.jsonl", rec, true)
 	}
-	syncDir(s.dir)
-	syncDir(filepath.Dir(s.dir))
-	s.unsynced = false
+	if err := s.appendLocked("context.jsonl", rec, false); err != nil {
+		return err
+	}
+	paths := []string{filepath.Join(s.dir, "meta.json"), s.dir, filepath.Dir(s.dir)}
+	var wg sync.WaitGroup
+	for _, p := range paths {
+		wg.Go(func() { syncPath(p) }) // as before, a directory that cannot be synced is not the prompt's failure
+	}
+	err := syncPath(filepath.Join(s.dir, "context.jsonl"))
+	wg.Wait()
+	if err == nil {
+		s.unsynced = false
+	}
+	return err
 }
