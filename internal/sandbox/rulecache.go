@@ -1,9 +1,10 @@
 package sandbox
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,13 +40,48 @@ const maxRulesets = 256
 type cachedRuleset struct {
 	fd    int // owned by the cache
 	flags uint32
-	ids   []fileID // of every path, in rulesetPaths order, taken before the build
+	// ids is a digest of what every path named, in rulesetPaths order,
+	// taken before the build. The ids themselves took 6 KB a session,
+	// and the key 4 KB: with a ruleset cached for each of 240 sessions,
+	// 2.7 MB of the daemon's 4.1 MB of live heap (docs/bench.md).
+	ids [sha256.Size]byte
 	// snaps: the directories above the paths, as inotify saw them
 	// before ids were taken; empty when they cannot vouch for them.
-	// recheck: the paths looked at even so. Both change under the write
-	// lock.
+	// recheck: the paths looked at even so, and named what each named.
+	// They change under the write lock.
 	snaps   snaps
 	recheck []int
+	named   []fileID
+}
+
+// A rulesetID is the digest of a rulesetKey: the cache's key.
+type rulesetID [sha256.Size]byte
+
+// idsDigest is the digest of ids that a cachedRuleset keeps.
+func idsDigest(ids []fileID) [sha256.Size]byte {
+	h := sha256.New()
+	var b [17]byte
+	for _, id := range ids {
+		binary.LittleEndian.PutUint64(b[:8], id.dev)
+		binary.LittleEndian.PutUint64(b[8:16], id.ino)
+		b[16] = 0
+		if id.exists {
+			b[16] = 1
+		}
+		h.Write(b[:])
+	}
+	var d [sha256.Size]byte
+	h.Sum(d[:0])
+	return d
+}
+
+// pick returns ids at indexes at.
+func pick(ids []fileID, at []int) []fileID {
+	out := make([]fileID, len(at))
+	for i, j := range at {
+		out[i] = ids[j]
+	}
+	return out
 }
 
 // snaps are snapshots that vouch together for a set of paths: the last
@@ -81,18 +117,18 @@ type fileID struct {
 
 var rulesets struct {
 	mu sync.RWMutex // read: a lookup and its dup; write: a change of m or building
-	m  map[string]*cachedRuleset
+	m  map[rulesetID]*cachedRuleset
 	// building has a channel for each key being built, closed when the
 	// build is over: a second call for the key (the branches of a
 	// parallel stage of a new session) waits for it instead of building
 	// it too.
-	building map[string]chan struct{}
+	building map[rulesetID]chan struct{}
 }
 
 // startBuild marks key as being built by the caller, who must call the
 // returned done; or, if another call is building it, returns nil and
 // waits for it.
-func startBuild(key string) (done func()) {
+func startBuild(key rulesetID) (done func()) {
 	rulesets.mu.Lock()
 	if ch, ok := rulesets.building[key]; ok {
 		rulesets.mu.Unlock()
@@ -100,7 +136,7 @@ func startBuild(key string) (done func()) {
 		return nil
 	}
 	if rulesets.building == nil {
-		rulesets.building = map[string]chan struct{}{}
+		rulesets.building = map[rulesetID]chan struct{}{}
 	}
 	ch := make(chan struct{})
 	rulesets.building[key] = ch
@@ -116,9 +152,9 @@ func startBuild(key string) (done func()) {
 // rulesetPaths are the paths of p's rules, in one order.
 func rulesetPaths(p *Policy) [][]string { return [][]string{p.RODirs, p.ROFiles, p.RWDirs, p.RWFiles} }
 
-// rulesetKey is everything the ruleset of p under c is built from
-// besides what its paths name.
-func rulesetKey(c landlock.Config, p *Policy) string {
+// rulesetKey is the digest of everything the ruleset of p under c is
+// built from besides what its paths name.
+func rulesetKey(c landlock.Config, p *Policy) rulesetID {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%#v %v", c, p.DenyFamilies) // every field, unexported ones too
 	for _, l := range rulesetPaths(p) {
@@ -126,7 +162,7 @@ func rulesetKey(c landlock.Config, p *Policy) string {
 		b.WriteString(strings.Join(l, "\x00"))
 	}
 	fmt.Fprintf(&b, "\x01%v %v %v %v", p.Net.Restrict, p.Net.BindOnly, p.Net.Connect, p.Net.Bind)
-	return b.String()
+	return sha256.Sum256([]byte(b.String()))
 }
 
 // allPaths are the paths of p's rules, in rulesetPaths order.
@@ -191,11 +227,12 @@ func idOf(st *unix.Stat_t, err error) (id fileID, ok bool) {
 	return fileID{}, false
 }
 
-// sameAt reports whether the paths at recheck still name what ids say.
-func sameAt(paths []string, ids []fileID, recheck []int) bool {
-	for _, i := range recheck {
+// sameAt reports whether the paths at recheck still name what named
+// says, in the same order.
+func sameAt(paths []string, recheck []int, named []fileID) bool {
+	for k, i := range recheck {
 		var st unix.Stat_t
-		if id, ok := idOf(&st, unix.Stat(paths[i], &st)); !ok || id != ids[i] {
+		if id, ok := idOf(&st, unix.Stat(paths[i], &st)); !ok || id != named[k] {
 			return false
 		}
 	}
@@ -313,7 +350,7 @@ func lookAt(paths []string) (ids []fileID, recheck []int, ss snaps, ok bool) {
 // to close, and the entry it came from, if still says the entry holds;
 // fd -1 if not. The lookup and the dup happen under the read lock, so
 // that the entry's descriptor is not closed in between.
-func cached(key string, still func(*cachedRuleset) bool) (fd int, flags uint32, cr *cachedRuleset) {
+func cached(key rulesetID, still func(*cachedRuleset) bool) (fd int, flags uint32, cr *cachedRuleset) {
 	rulesets.mu.RLock()
 	defer rulesets.mu.RUnlock()
 	cr = rulesets.m[key]
@@ -334,7 +371,7 @@ func reuseRuleset(c landlock.Config, p *Policy, build func(ids []fileID) (int, u
 	key := rulesetKey(c, p)
 	paths := allPaths(p)
 	if fd, flags, _ := cached(key, func(cr *cachedRuleset) bool {
-		return cr.snaps.unchanged() && sameAt(paths, cr.ids, cr.recheck)
+		return cr.snaps.unchanged() && sameAt(paths, cr.recheck, cr.named)
 	}); fd >= 0 {
 		return fd, flags, nil
 	}
@@ -349,10 +386,13 @@ func reuseRuleset(c landlock.Config, p *Policy, build func(ids []fileID) (int, u
 	// snapshot of the directories above them: a change made meanwhile is
 	// an event, and the next call looks at every path again.
 	ids, recheck, ss, ok := lookAt(paths)
+	var digest [sha256.Size]byte
 	if ok {
-		if fd, flags, cr := cached(key, func(cr *cachedRuleset) bool { return slices.Equal(cr.ids, ids) }); fd >= 0 {
+		digest = idsDigest(ids)
+		if fd, flags, cr := cached(key, func(cr *cachedRuleset) bool { return cr.ids == digest }); fd >= 0 {
+			named := pick(ids, recheck)
 			rulesets.mu.Lock()
-			cr.snaps, cr.recheck = ss, recheck
+			cr.snaps, cr.recheck, cr.named = ss, recheck, named
 			rulesets.mu.Unlock()
 			return fd, flags, nil
 		}
@@ -374,7 +414,7 @@ func reuseRuleset(c landlock.Config, p *Policy, build func(ids []fileID) (int, u
 	drop := -1
 	rulesets.mu.Lock()
 	if rulesets.m == nil {
-		rulesets.m = map[string]*cachedRuleset{}
+		rulesets.m = map[rulesetID]*cachedRuleset{}
 	}
 	if old := rulesets.m[key]; old != nil {
 		drop = old.fd
@@ -385,7 +425,7 @@ func reuseRuleset(c landlock.Config, p *Policy, build func(ids []fileID) (int, u
 			break
 		}
 	}
-	rulesets.m[key] = &cachedRuleset{fd: own, flags: flags, ids: ids, snaps: ss, recheck: recheck}
+	rulesets.m[key] = &cachedRuleset{fd: own, flags: flags, ids: digest, snaps: ss, recheck: recheck, named: pick(ids, recheck)}
 	rulesets.mu.Unlock()
 	if drop >= 0 {
 		unix.Close(drop)
