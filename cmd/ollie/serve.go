@@ -148,12 +148,15 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	// and the mount namespaces it keeps, which hold copies of the mount,
 	// go before the unmount that would wait for them.
 	d.BeforeClose(sandbox.Stop)
-	// Warming, in the background, when the daemon has a moment
-	// (internal/idle): nothing here is needed to answer, each piece is
-	// done by the first request that needs it if it comes first, and a
-	// request waits for no warming.
-	//  - the t/ and sk/ indexes every system prompt shows;
-	//  - the model and context window of the default agent's backend;
+	// Warming, in the background. What the first requests of a script
+	// that just started ollie need goes at once, in one goroutine: the
+	// t/ and sk/ indexes every system prompt shows (the first s/new
+	// renders one), then the model and context window of the default
+	// agent's backend (the first turn asks them first), which is mostly
+	// waiting for that server. The rest waits until the daemon has a
+	// moment (internal/idle), so as not to take the processors from
+	// those requests; nothing in it is needed to answer, and each piece
+	// is done by the first request that needs it if it comes first:
 	//  - the part of the default profile's policy that is the same for
 	//    every session (the system carved around secrets, 2 to 3 ms),
 	//    which the sandbox then keeps fresh while it is used;
@@ -166,12 +169,16 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	// rulesets of new sessions (internal/sandbox/heldpaths.go), which
 	// once waited for the kernel in the first stage of the daemon, and
 	// the port guard is set up, which that stage also did.
+	go func() {
+		runner.Warm()
+		runner.WarmBackend(ctx, session.DefaultAgent)
+	}()
 	helper := sandbox.HelperFor(env.Argv0)
 	if helper == env.Argv0 {
 		logger.Printf("no %s beside %s: ollie is its own sandbox helper, which takes more memory and time to start",
 			sandbox.HelperName, env.Argv0)
 	}
-	work := []func(){runner.Warm, func() { runner.WarmBackend(ctx, session.DefaultAgent) }}
+	var work []func()
 	var warm []config.Profile
 	hold := func() {}
 	if p, err := env.Config.Sandbox.Profile(env.Config.Sandbox.Default); err == nil {

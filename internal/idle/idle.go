@@ -6,7 +6,9 @@
 // On two cores, a daemon that warmed everything at once as it started
 // answered the first prompt of a script that started it 5 to 8 ms later
 // than one that warmed nothing (docs/bench.md): the warming goroutines
-// took the processors the first requests waited for. Work done later is
+// took the processors the first requests waited for. (What those
+// requests need first, and is mostly waiting for another server, the
+// daemon warms at once.) Work done later is
 // not lost: each piece is also done on demand, by the first request that
 // needs it, if it has not been done yet.
 package idle
@@ -20,8 +22,11 @@ import (
 
 // Window is how long a process is watched before a piece of work: the
 // work starts after a Window in which the process used less than a
-// quarter of one CPU.
-const Window = 2 * time.Millisecond
+// quarter of one CPU. A turn against a quick model leaves the daemon
+// waiting for a millisecond or two at a time; with a 2 ms window the
+// work began inside such a turn and took the processors from its last
+// requests. A model that thinks longer leaves room for it.
+const Window = 10 * time.Millisecond
 
 // busyShare: a process that used more than 1/busyShare of a CPU over a
 // Window is busy.
