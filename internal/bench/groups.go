@@ -17,6 +17,7 @@ import (
 	"9fans.net/go/plan9"
 
 	"ollie.dev/ollie/internal/ninep/client"
+	"ollie.dev/ollie/internal/sandbox"
 	"ollie.dev/ollie/internal/trim"
 )
 
@@ -292,10 +293,33 @@ func (r *run) groupTurn() error {
 // second.
 const idleWait = 2*trim.IdleEvery + time.Second
 
-// freshDaemon lays out a daemon with a home of its own.
+// freshDaemon lays out a daemon with a home of its own, run from a copy
+// of its executable of its own (and, for ollie, of the sandbox helper
+// beside it), as a user runs the one daemon of their machine: the other
+// daemons of the run, the main ones among them, do not share its
+// executable's pages and so do not lower its PSS. (The reference's,
+// shared with its main daemon, measured 4.4 MB of PSS idle where alone
+// it measured 7.4: PSS splits a shared page between its processes.)
 func (r *run) freshDaemon() (*Daemon, error) {
 	r.fresh++
-	return r.daemon(fmt.Sprintf("fresh%d", r.fresh))
+	d, err := r.daemon(fmt.Sprintf("fresh%d", r.fresh))
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Dir(d.home)
+	exe := filepath.Join(dir, filepath.Base(d.argv[0]))
+	if err := copyFile(d.argv[0], exe); err != nil {
+		return nil, err
+	}
+	if !r.isRef {
+		if h := sandbox.HelperFor(d.argv[0]); h != d.argv[0] {
+			if err := copyFile(h, filepath.Join(dir, sandbox.HelperName)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	d.argv[0] = exe
+	return d, nil
 }
 
 // groupFresh: daemons started anew, Rounds of each: the first start in

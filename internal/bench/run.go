@@ -334,6 +334,12 @@ func copyFile(src, dst string) error {
 		out.Close()
 		return err
 	}
+	// On the disk before the daemon starts: its writeback, tens of MB,
+	// is not the measured start's to share the disk with.
+	if err := out.Sync(); err != nil {
+		out.Close()
+		return err
+	}
 	return out.Close()
 }
 
