@@ -345,6 +345,9 @@ func (s *Session) archiveHistoryLocked() error {
 // sessions directory. Their fsyncs and the record's go to the disk at
 // once: on the disk measured, four at once took 0.85-1.06 ms where one
 // after another took 1.26-1.45 (docs/bench.md).
+// syncSlots bounds the fsyncs promptLocked has running in goroutines.
+var syncSlots = make(chan struct{}, 32)
+
 func (s *Session) promptLocked(rec []byte) error {
 	if !s.unsynced {
 		return s.appendLocked("context.jsonl", rec, true)
@@ -353,9 +356,21 @@ func (s *Session) promptLocked(rec []byte) error {
 		return err
 	}
 	paths := []string{filepath.Join(s.dir, "meta.json"), s.dir, filepath.Dir(s.dir)}
+	// As before, a directory that cannot be synced is not the prompt's
+	// failure. A goroutine in fsync holds a thread: beyond syncSlots at
+	// once in the daemon (1,000 first prompts at once, say), the rest
+	// are made one after another by the prompt itself.
 	var wg sync.WaitGroup
 	for _, p := range paths {
-		wg.Go(func() { syncPath(p) }) // as before, a directory that cannot be synced is not the prompt's failure
+		select {
+		case syncSlots <- struct{}{}:
+			wg.Go(func() {
+				syncPath(p)
+				<-syncSlots
+			})
+		default:
+			syncPath(p)
+		}
 	}
 	err := syncPath(filepath.Join(s.dir, "context.jsonl"))
 	wg.Wait()
