@@ -104,11 +104,13 @@ type pending struct {
 
 // writeAll writes the files, each made durable before it is renamed into
 // place, then the directories that got them; only then does the manifest
-// say they were installed. The files go to the disk several at once: on
-// the disk measured, the 35 of a first start took 2 to 4 ms so. (One
+// say they were installed. The files go to the disk several at once. (One
 // syncfs(2) of their file system once made them durable at once, but it
-// also flushes everything else dirty there: right after ./run.sh had
-// installed ollie's 80 MB of binaries, a first start spent 100 ms in it.)
+// also flushes everything else dirty there: right after 57 MB had been
+// written to the same disk, as ./run.sh's install of the binaries does,
+// an install took 130 ms instead of 12. On a clean disk the two take
+// about as long: 10 to 13 ms for the 35 files of a first start, most of
+// it their inodes; docs/bench.md.)
 func writeAll(root string, todo []pending, man map[string]string) error {
 	if len(todo) == 0 {
 		return nil

@@ -86,8 +86,9 @@ daemon to files when it stops, for docs/bench.md.`,
 	})
 }
 
-// trimAfter is when, after start, the daemon gives back the memory of
-// its start-up (internal/trim). The idle rows of ollie bench wait for it.
+// trimAfter is how long after start, at the soonest, the daemon gives
+// back the memory of its start-up (internal/trim): then, or once it has a
+// moment after that. The idle rows of ollie bench wait for it.
 const trimAfter = time.Second
 
 func runServe(ctx context.Context, env *Env, args []string) error {

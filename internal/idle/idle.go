@@ -8,9 +8,9 @@
 // than one that warmed nothing (docs/bench.md): the warming goroutines
 // took the processors the first requests waited for. (What those
 // requests need first, and is mostly waiting for another server, the
-// daemon warms at once.) Work done later is
-// not lost: each piece is also done on demand, by the first request that
-// needs it, if it has not been done yet.
+// daemon warms at once.) Work done later is not lost: each piece is also
+// done on demand, by the first request that needs it, if it has not been
+// done yet.
 package idle
 
 import (

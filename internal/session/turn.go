@@ -338,6 +338,9 @@ func (s *Session) archiveHistoryLocked() error {
 	return writeAtomic(filepath.Join(dir, name), b, 0600)
 }
 
+// syncSlots bounds the fsyncs promptLocked has running in goroutines.
+var syncSlots = make(chan struct{}, 32)
+
 // promptLocked appends a prompt's record to the history, durably. The
 // first prompt of a new session also makes the session durable (New
 // left that to it): meta.json, the directory with the files the prompt
@@ -345,9 +348,6 @@ func (s *Session) archiveHistoryLocked() error {
 // sessions directory. Their fsyncs and the record's go to the disk at
 // once: on the disk measured, four at once took 0.85-1.06 ms where one
 // after another took 1.26-1.45 (docs/bench.md).
-// syncSlots bounds the fsyncs promptLocked has running in goroutines.
-var syncSlots = make(chan struct{}, 32)
-
 func (s *Session) promptLocked(rec []byte) error {
 	if !s.unsynced {
 		return s.appendLocked("context.jsonl", rec, true)
