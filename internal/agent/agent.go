@@ -13,7 +13,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -64,14 +63,14 @@ type Runner struct {
 	health   health // what each backend did last (health.go)
 
 	mu     sync.Mutex
-	fenced map[string]bool   // backend/model pairs that cannot call tools natively
-	noReas map[string]bool   // backend/model pairs that refused a reasoning parameter
-	first  map[string]string // backend -> its first listed model, when none is configured
-	idx    map[string]cachedIdx
-	agents map[string]cachedAgent // name -> its configuration, while a/ is unchanged
-	parts  map[string]cachedIdx   // a file of p/ -> its text, while p/ is unchanged
-	watch  *dirwatch.Watch        // of the directories behind idx
-	hist   map[string]*histCache  // session id -> decoded history
+	fenced map[string]bool                 // backend/model pairs that cannot call tools natively
+	noReas map[string]bool                 // backend/model pairs that refused a reasoning parameter
+	first  map[string]string               // backend -> its first listed model, when none is configured
+	idx    map[string]kept[string]         // t/ or sk/ -> its index, while it is unchanged
+	agents map[string]kept[agentcfg.Agent] // a file of a/ -> its configuration, while a/ is unchanged (70 µs a read)
+	parts  map[string]kept[string]         // a file of p/ -> its text, while p/ is unchanged
+	watch  *dirwatch.Watch                 // of the directories behind idx
+	hist   map[string]*histCache           // session id -> decoded history
 }
 
 var _ session.Runner = (*Runner)(nil)
@@ -87,7 +86,7 @@ func New(o Options) *Runner {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
-	r := &Runner{o: o, backends: map[string]backend.Backend{}, fenced: map[string]bool{}, noReas: map[string]bool{}, first: map[string]string{}, idx: map[string]cachedIdx{}, agents: map[string]cachedAgent{}, parts: map[string]cachedIdx{}, hist: map[string]*histCache{}, watch: dirwatch.New()}
+	r := &Runner{o: o, backends: map[string]backend.Backend{}, fenced: map[string]bool{}, noReas: map[string]bool{}, first: map[string]string{}, idx: map[string]kept[string]{}, agents: map[string]kept[agentcfg.Agent]{}, parts: map[string]kept[string]{}, hist: map[string]*histCache{}, watch: dirwatch.New()}
 	runtime.AddCleanup(r, func(w *dirwatch.Watch) { w.Close() }, r.watch)
 	for _, b := range o.Backends {
 		r.backends[b.Name()] = b
@@ -243,40 +242,20 @@ func (r *Runner) CheckAgent(name string) error {
 }
 
 func (r *Runner) loadAgent(name string) (*agentcfg.Agent, error) {
-	dir := filepath.Join(r.o.Config.ConfigDir, "a")
-	path := filepath.Join(dir, name+".json")
-	stamp := r.stamp(dir)
-	r.mu.Lock()
-	c, ok := r.agents[name]
-	r.mu.Unlock()
-	if ok && stamp != "" && c.stamp == stamp {
-		a := *c.a // the callers' own: the cached one stays as read
-		return &a, nil
-	}
-	b, err := os.ReadFile(path)
+	a, err := keptFile(r, r.agents, filepath.Join(r.o.Config.ConfigDir, "a"), name+".json", func(b []byte, err error) (agentcfg.Agent, error) {
+		if err != nil {
+			return agentcfg.Agent{}, errs.E(errs.NotExist, "agent "+name+": no a/"+name+".json")
+		}
+		a, err := agentcfg.Parse(b)
+		if err != nil {
+			return agentcfg.Agent{}, errs.E(errs.Invalid, "a/"+name+".json: "+err.Error())
+		}
+		return *a, nil
+	})
 	if err != nil {
-		return nil, errs.E(errs.NotExist, "agent "+name+": no a/"+name+".json")
+		return nil, err
 	}
-	a, err := agentcfg.Parse(b)
-	if err != nil {
-		return nil, errs.E(errs.Invalid, "a/"+name+".json: "+err.Error())
-	}
-	// A link's target changes without an event in a/: read every time.
-	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() && stamp != "" {
-		kept := *a
-		r.mu.Lock()
-		r.agents[name] = cachedAgent{stamp: stamp, a: &kept}
-		r.mu.Unlock()
-	}
-	return a, nil
-}
-
-// cachedAgent is an agent's configuration as read when a/ was in the
-// state stamp names (Runner.stamp): every turn and every new session
-// looked for it, a read and a parse of its file (70 µs).
-type cachedAgent struct {
-	stamp string
-	a     *agentcfg.Agent
+	return &a, nil // the caller's own: the kept one stays as read
 }
 
 func (r *Runner) isFenced(be, model string) bool {

@@ -197,7 +197,7 @@ func (r *Runner) readConfig(dir, name string) string {
 	c, ok := r.idx[dir]
 	r.mu.Unlock()
 	if ok && stamp != "" && c.stamp == stamp {
-		return c.text
+		return c.v
 	}
 	root, err := os.OpenRoot(path)
 	if err != nil {
@@ -211,12 +211,43 @@ func (r *Runner) readConfig(dir, name string) string {
 		text = string(index.Skills(root))
 	}
 	r.mu.Lock()
-	r.idx[dir] = cachedIdx{stamp: stamp, text: text}
+	r.idx[dir] = kept[string]{stamp: stamp, v: text}
 	r.mu.Unlock()
 	return text
 }
 
-type cachedIdx struct{ stamp, text string }
+// kept is what was made of a configuration directory, or of a file in
+// it, when the directory was in the state stamp names (Runner.stamp).
+type kept[T any] struct {
+	stamp string
+	v     T
+}
+
+// keptFile returns what load makes of the file name of dir (its bytes,
+// or the error reading them), from cache while dir is unchanged: every
+// turn and every new session read the agent's configuration and its
+// prompt's parts. A link is loaded every time: its target's changes make
+// no event in dir.
+func keptFile[T any](r *Runner, cache map[string]kept[T], dir, name string, load func([]byte, error) (T, error)) (T, error) {
+	path := filepath.Join(dir, name)
+	stamp := r.stamp(dir)
+	r.mu.Lock()
+	c, ok := cache[name]
+	r.mu.Unlock()
+	if ok && stamp != "" && c.stamp == stamp {
+		return c.v, nil
+	}
+	v, err := load(os.ReadFile(path))
+	if err != nil {
+		return v, err
+	}
+	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() && stamp != "" {
+		r.mu.Lock()
+		cache[name] = kept[T]{stamp: stamp, v: v}
+		r.mu.Unlock()
+	}
+	return v, nil
+}
 
 // stamp names the state of dir's entries: inotify's generation of it, or
 // where it cannot be watched its fingerprint; "" when neither can be
@@ -252,29 +283,13 @@ func fingerprint(dir string) string {
 }
 
 func (r *Runner) promptFile(name string) (string, error) {
-	dir := filepath.Join(r.o.Config.ConfigDir, "p")
-	path := filepath.Join(dir, name)
-	// Kept while p/ is unchanged, as the agents are (loadAgent): every
-	// turn and every new session read it. name is a name in p/
-	// (agentcfg); a link is read every time, as its target's changes
-	// make no event in p/.
-	stamp := r.stamp(dir)
-	r.mu.Lock()
-	c, ok := r.parts[name]
-	r.mu.Unlock()
-	if ok && stamp != "" && c.stamp == stamp {
-		return c.text, nil
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", errs.E(errs.NotExist, "prompt part p/"+name)
-	}
-	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() && stamp != "" {
-		r.mu.Lock()
-		r.parts[name] = cachedIdx{stamp: stamp, text: string(b)}
-		r.mu.Unlock()
-	}
-	return string(b), nil
+	// name is a name in p/ (agentcfg).
+	return keptFile(r, r.parts, filepath.Join(r.o.Config.ConfigDir, "p"), name, func(b []byte, err error) (string, error) {
+		if err != nil {
+			return "", errs.E(errs.NotExist, "prompt part p/"+name)
+		}
+		return string(b), nil
+	})
 }
 
 // promptExec runs a plugin of x/ for its output. Plugins are the user's

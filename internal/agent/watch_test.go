@@ -49,7 +49,7 @@ func TestToolIndexFollowsTheDirectory(t *testing.T) {
 
 	// Cached: nothing changed, so the same text without reading t/.
 	r.mu.Lock()
-	r.idx["t"] = cachedIdx{stamp: r.stamp(dir), text: "cached\n"}
+	r.idx["t"] = kept[string]{stamp: r.stamp(dir), v: "cached\n"}
 	r.mu.Unlock()
 	want("unchanged", []string{"cached"})
 
