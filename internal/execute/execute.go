@@ -158,7 +158,6 @@ func (e *Executor) Run(ctx context.Context, spec Spec, args []byte) (*Result, er
 	return res, nil
 }
 
-// policy is the sandbox policy of spec's stages.
 // Warm prepares what a stage under spec would run under, and lets it go:
 // the Landlock ruleset of a policy not used yet (a new session's, whose
 // cwd and tmp are among its paths) took 2 to 3 ms of its first call, and
@@ -176,6 +175,7 @@ func (e *Executor) Warm(spec Spec) error {
 	return prep.Close()
 }
 
+// policy is the sandbox policy of spec's stages.
 func (e *Executor) policy(spec Spec) (*sandbox.Policy, error) {
 	prof, err := e.o.Sandbox.Profile(spec.Policy)
 	if err != nil {

@@ -106,19 +106,19 @@ type job struct {
 	cgroup string // the cgroup the thread waited in, "" if none
 }
 
+// residentGCPercent is the resident helper's GOGC. What it keeps is a
+// few hundred KB; what each stage allocates is garbage by the stage's
+// start. At Go's default it let 4.5 MB of heap accumulate between
+// collections over the 480 turns of the bench's turn rows; collecting
+// every 0.4 MB of garbage, it held 1.7 MB after them, for a collection of
+// a heap that small (tens of µs) every few dozen stages.
+const residentGCPercent = 10
+
 // serve runs the resident helper until the daemon closes its end. args
 // may name the daemon's directory of stage cgroups: when the daemon is
 // gone, whatever is left in them is killed, so that no stage outlives
 // it (a stage is the daemon's child, and a process cannot ask to die
 // with its parent once it is the child of another process's thread).
-// residentGCPercent is the resident helper's GOGC. What it keeps is a
-// few hundred KB; what each stage allocates is garbage by the stage's
-// start. At Go's default it let 4.5 MB of heap accumulate between
-// collections (480 turns of the bench's turn rows), which a collection
-// every 0.4 MB of garbage keeps under 1 MB, for a collection of a heap
-// that small (tens of µs) every few dozen stages.
-const residentGCPercent = 10
-
 func serve(args []string, refuse error) int {
 	var cgroups []string
 	s := &server{warm: map[string][]chan job{}, warming: map[string]int{}}

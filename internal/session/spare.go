@@ -17,8 +17,10 @@ import (
 // Spare session directories.
 //
 // Creating a file or a directory is the dearest thing a new session does
-// on a journalled disk: ext4 allocates and journals an inode, 50–400 µs
-// of kernel CPU each on the machines measured (docs/bench.md), and by the
+// on disk: ext4 allocates an inode, 50–400 µs of kernel CPU each on the
+// machine measured, and more there after many deletions (without a
+// journal, ext4 passes over the inodes deleted in the last minute;
+// docs/bench.md), and by the
 // end of its first turn a session has created eight (its directory,
 // meta.json, chat, context.jsonl, events.jsonl, usage.json, systemprompt,
 // tmp/). Renaming a directory costs about one. So a Manager with

@@ -81,12 +81,10 @@ func replaceFile(name string, data []byte, perm os.FileMode, durable bool) error
 	if !durable {
 		return nil
 	}
-	return syncDir(filepath.Dir(name))
+	return syncPath(filepath.Dir(name))
 }
 
 var tmpSeq atomic.Uint64
-
-func syncDir(dir string) error { return syncPath(dir) }
 
 // syncHook, if set (by a test), is told of each syncPath first.
 var syncHook func(path string)
