@@ -17,7 +17,6 @@ import (
 	"9fans.net/go/plan9"
 
 	"ollie.dev/ollie/internal/ninep/client"
-	"ollie.dev/ollie/internal/sandbox"
 	"ollie.dev/ollie/internal/trim"
 )
 
@@ -306,17 +305,9 @@ func (r *run) freshDaemon() (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Dir(d.home)
-	exe := filepath.Join(dir, filepath.Base(d.argv[0]))
-	if err := copyFile(d.argv[0], exe); err != nil {
+	exe := filepath.Join(filepath.Dir(d.home), filepath.Base(d.argv[0]))
+	if err := copyExe(d.argv[0], exe, !r.isRef); err != nil {
 		return nil, err
-	}
-	if !r.isRef {
-		if h := sandbox.HelperFor(d.argv[0]); h != d.argv[0] {
-			if err := copyFile(h, filepath.Join(dir, sandbox.HelperName)); err != nil {
-				return nil, err
-			}
-		}
 	}
 	d.argv[0] = exe
 	return d, nil

@@ -229,14 +229,8 @@ func (r *run) setup() error {
 	// and echo processes' binary are then not shared with theirs, and do
 	// not lower the daemon's PSS.
 	r.daemonExe = filepath.Join(r.dir, "ollie-daemon")
-	if err := copyFile(r.o.Exe, r.daemonExe); err != nil {
+	if err := copyExe(r.o.Exe, r.daemonExe, true); err != nil {
 		return err
-	}
-	// With the sandbox helper beside it, when there is one beside Exe.
-	if h := sandbox.HelperFor(r.o.Exe); h != r.o.Exe {
-		if err := copyFile(h, filepath.Join(r.dir, sandbox.HelperName)); err != nil {
-			return err
-		}
 	}
 	var err error
 	if r.models, err = startModels(r.o.Exe, r.dir, r.o.Env); err != nil {
@@ -318,6 +312,18 @@ func (r *run) print(w io.Writer) {
 	if len(r.refSkipped) > 0 {
 		fmt.Fprintf(w, "\nNot measured on the reference: %s.\n", strings.Join(r.refSkipped, "; "))
 	}
+}
+
+// copyExe copies the executable exe to dst and, with helper, the sandbox
+// helper beside exe (if there is one) beside dst.
+func copyExe(exe, dst string, helper bool) error {
+	if err := copyFile(exe, dst); err != nil {
+		return err
+	}
+	if h := sandbox.HelperFor(exe); helper && h != exe {
+		return copyFile(h, filepath.Join(filepath.Dir(dst), sandbox.HelperName))
+	}
+	return nil
 }
 
 func copyFile(src, dst string) error {
