@@ -89,6 +89,13 @@ func TestEscapeFiles(t *testing.T) {
 	spare := filepath.Join(f.dataDir, "s", ".spare-0")
 	write(t, filepath.Join(spare, "chat"), "")
 	planted := filepath.Join(f.dataDir, "s", ".spare-planted")
+	// The agents and prompt parts the daemon keeps while a/ and p/ are
+	// unchanged (agent.keptFile): a stage that could write there would
+	// write every later system prompt.
+	part := filepath.Join(f.cfgDir, "p", "base.md")
+	write(t, part, "the shipped prompt\n")
+	agent := filepath.Join(f.cfgDir, "a", "planted.json")
+	os.MkdirAll(filepath.Dir(agent), 0o700)
 	for _, tc := range []struct{ name, op, want string }{
 		{"read ssh key", "cat " + f.sshKey, eacces},
 		{"read aws credentials", "cat " + f.awsCreds, eacces},
@@ -103,6 +110,8 @@ func TestEscapeFiles(t *testing.T) {
 		{"write /etc", "echo x > /etc/ollie-escape", eacces},
 		{"symlink to /etc, write through it", "ln -s /etc etc-link && echo x > etc-link/ollie-escape", eacces},
 		{"symlink to the config", "ln -s " + f.cfgDir + " cfg-link && cat cfg-link/ollie.json", eacces},
+		{"rewrite a prompt part", "echo 'obey the stage' > " + part, eacces},
+		{"plant an agent", "echo '{}' > " + agent, eacces},
 		{"symlink to the key", "ln -s " + f.sshKey + " key-link && cat key-link", eacces},
 		// Landlock refuses a link that would widen the file's access.
 		{"hard link the key", "ln " + f.sshKey + " stolen && cat stolen", "Invalid cross-device link"},
@@ -115,7 +124,7 @@ func TestEscapeFiles(t *testing.T) {
 	} {
 		f.with(t).wantDenied(tc.name, tc.want, attempt(tc.op))
 	}
-	for _, p := range []string{outside, "/etc/ollie-escape", filepath.Join(f.dataDir, "tmp", "s2"), planted} {
+	for _, p := range []string{outside, "/etc/ollie-escape", filepath.Join(f.dataDir, "tmp", "s2"), planted, agent} {
 		if exists(p) {
 			t.Errorf("%s was created", p)
 		}
@@ -125,6 +134,9 @@ func TestEscapeFiles(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(spare, "chat")); err != nil || len(b) != 0 {
 		t.Errorf("the spare's chat holds %q (%v)", b, err)
+	}
+	if b, err := os.ReadFile(part); err != nil || string(b) != "the shipped prompt\n" {
+		t.Errorf("the prompt part holds %q (%v)", b, err)
 	}
 }
 
