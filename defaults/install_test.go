@@ -2,6 +2,7 @@ package defaults
 
 import (
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -46,8 +47,8 @@ func TestInstallWritesAllThenKeepsEdits(t *testing.T) {
 	}
 	var man map[string]string
 	b, _ := os.ReadFile(filepath.Join(root, manifestName))
-	if err := json.Unmarshal(b, &man); err != nil || len(man) != len(shipped) {
-		t.Fatalf("manifest of %d entries (%v), want %d", len(man), err, len(shipped))
+	if err := json.Unmarshal(b, &man); err != nil || len(man) != len(shipped)+1 || man[checkedKey] == "" {
+		t.Fatalf("manifest of %d entries (%v), want %d and %s", len(man), err, len(shipped), checkedKey)
 	}
 	edited, deleted := filepath.Join(root, shipped[0]), filepath.Join(root, shipped[1])
 	os.WriteFile(edited, []byte("mine\n"), 0644)
@@ -61,7 +62,9 @@ func TestInstallWritesAllThenKeepsEdits(t *testing.T) {
 		t.Errorf("second install rewrote the manifest")
 	}
 	// A newer shipped version (here: an older one recorded) replaces an
-	// untouched copy and keeps the edited one.
+	// untouched copy and keeps the edited one. The manifest keeps its
+	// checkedKey, as an older ollie that installed its own versions keeps
+	// it: the changed entries are seen all the same.
 	man[shipped[0]], man[shipped[2]] = "old", hash([]byte("old\n"))
 	os.WriteFile(filepath.Join(root, shipped[2]), []byte("old\n"), 0644)
 	b, _ = json.Marshal(man)
@@ -139,8 +142,71 @@ func TestInstallKill9(t *testing.T) {
 				return nil
 			})
 		}
+		delete(man, checkedKey)
 		if len(man) != n {
 			t.Errorf("after a kill at %d files: manifest of %d, shipped %d", k, len(man), n)
 		}
 	}
+}
+
+// An Install finds in the manifest that this executable found every file
+// of the same directories installed as shipped, and looks at no shipped
+// file; anything else (other directories, a manifest changed since, a
+// file kept as the user edited it) makes it look at them all.
+func TestInstallSkipsWhatThisExecutableChecked(t *testing.T) {
+	root := t.TempDir()
+	dirs := []string{"a", "p", "sk", "t", "u", "x", "s", "b"}
+	full := func(what string, want int64, dirs ...string) Report {
+		t.Helper()
+		n := fullChecks.Load()
+		rep, err := Install(root, dirs...)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if got := fullChecks.Load() - n; got != want {
+			t.Errorf("%s: %d full checks, want %d", what, got, want)
+		}
+		return rep
+	}
+	full("first install", 1, dirs...)
+	manPath := filepath.Join(root, manifestName)
+	st, _ := os.Stat(manPath)
+	for i := range 3 {
+		if rep := full(fmt.Sprint("start ", i), 0, dirs...); len(rep.Installed)+len(rep.Upgraded)+len(rep.Kept) != 0 {
+			t.Errorf("start %d: %+v", i, rep)
+		}
+	}
+	if st2, _ := os.Stat(manPath); !os.SameFile(st, st2) {
+		t.Errorf("a start with nothing to do rewrote the manifest")
+	}
+	full("other directories", 1, "a", "p")
+	full("back to all", 1, dirs...)
+	full("all again", 0, dirs...)
+
+	// A shipped file edited by the user, whose recorded version is not
+	// the shipped one: kept, and looked at by every start.
+	var man map[string]string
+	b, _ := os.ReadFile(manPath)
+	if err := json.Unmarshal(b, &man); err != nil {
+		t.Fatal(err)
+	}
+	const p = "p/base.md"
+	if _, ok := man[p]; !ok {
+		t.Fatalf("%s not in the manifest", p)
+	}
+	os.WriteFile(filepath.Join(root, p), []byte("mine\n"), 0644)
+	man[p] = hash([]byte("an older shipped version\n"))
+	b, _ = json.Marshal(man)
+	os.WriteFile(manPath, b, 0600)
+	for i := range 2 {
+		if rep := full(fmt.Sprint("with an edit kept, start ", i), 1, dirs...); !slices.Equal(rep.Kept, []string{p}) {
+			t.Errorf("with an edit kept, start %d: %+v", i, rep)
+		}
+	}
+	// The edit undone: upgraded, and the starts after look at nothing.
+	os.WriteFile(filepath.Join(root, p), []byte("an older shipped version\n"), 0644)
+	if rep := full("edit undone", 1, dirs...); !slices.Equal(rep.Upgraded, []string{p}) {
+		t.Errorf("edit undone: %+v", rep)
+	}
+	full("after the upgrade", 0, dirs...)
 }
