@@ -1,7 +1,9 @@
 package ns
 
 import (
+	"math/rand/v2"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -30,6 +32,28 @@ func TestParseKV(t *testing.T) {
 	} {
 		if _, err := parseKV(c.in, keys); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("parseKV(%q) = %v, want %q", c.in, err, c.want)
+		}
+	}
+}
+
+// nextKey finds what the regular expression it replaced found, on short
+// texts of the characters that matter to it and some that do not.
+func TestNextKeyAsTheRegexp(t *testing.T) {
+	re := regexp.MustCompile(`[ \t]+[a-z_][a-z0-9_]*=|[ \t]*$`)
+	const alphabet = " \t\t  az_09=A/.-\n\x00é"
+	r := rand.New(rand.NewPCG(1, 2))
+	texts := []string{"", " ", "\t", "=", " a=", "a b=", " b =", " _=", " 9=", " a9_=x", "x  y=1 z", "x \t "}
+	for range 200000 {
+		b := make([]byte, r.IntN(16))
+		for i := range b {
+			b[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		texts = append(texts, string(b))
+	}
+	for _, s := range texts {
+		want := re.FindStringIndex(s + " ")[0]
+		if got := nextKey(s); got != want {
+			t.Fatalf("nextKey(%q) = %d, the regexp %d", s, got, want)
 		}
 	}
 }
