@@ -151,8 +151,9 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	d.BeforeClose(sandbox.Stop)
 	// Warming, in the background. What the first requests of a script
 	// that just started ollie need goes at once, in one goroutine: the
-	// t/ and sk/ indexes every system prompt shows (the first s/new
-	// renders one), then the model and context window of the default
+	// paths a new session's cwd is kept away from and the t/ and sk/
+	// indexes every system prompt shows (the first s/new checks one and
+	// renders the other), then the model and context window of the default
 	// agent's backend (the first turn asks them first), which is mostly
 	// waiting for that server. The rest waits until the daemon has a
 	// moment (internal/idle), so as not to take the processors from
@@ -171,6 +172,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	// once waited for the kernel in the first stage of the daemon, and
 	// the port guard is set up, which that stage also did.
 	go func() {
+		d.WarmCwdCheck()
 		runner.Warm()
 		runner.WarmBackend(ctx, session.DefaultAgent)
 	}()

@@ -67,7 +67,11 @@ type Daemon struct {
 	Sessions *session.Manager
 	Batch    *batch.Registry
 	Start    time.Time
-	log      *log.Logger
+	// WarmCwdCheck does ahead of time what the first check of a new
+	// session's cwd does once for all (resolve and watch the paths every
+	// cwd is kept away from). Safe to call at any time, from any goroutine.
+	WarmCwdCheck func()
+	log          *log.Logger
 
 	mu        sync.Mutex
 	listeners []net.Listener
@@ -105,7 +109,9 @@ func Start(cfg *config.Config, o Options) (*Daemon, error) {
 	if o.CheckAgent == nil {
 		o.CheckAgent = agentChecker(cfg)
 	}
-	so := session.Options{Runner: o.Runner, CheckAgent: o.CheckAgent, CheckBackend: backendChecker(cfg), CheckCwd: cwdChecker(cfg),
+	checkCwd, warmCwd := cwdChecker(cfg)
+	d.WarmCwdCheck = warmCwd
+	so := session.Options{Runner: o.Runner, CheckAgent: o.CheckAgent, CheckBackend: backendChecker(cfg), CheckCwd: checkCwd,
 		Logf: d.log.Printf, OnStop: func(id string) { reg.StopChildren(id) }, TmpQuotaMB: cfg.Sandbox.TmpQuotaMB, Redact: o.Redact}
 	reg, err = batch.Open(batch.Options{Dir: filepath.Join(cfg.DataDir, "b"), Session: so, MaxRunning: cfg.MaxParallel,
 		TrDir: filepath.Join(cfg.DataDir, "tr"), Logf: d.log.Printf})

@@ -84,11 +84,13 @@ func orDefault(s string) string {
 }
 
 // cwdChecker is the rule for every session's working directory
-// (sandbox.CheckSessionDir) with this daemon's directories.
-func cwdChecker(cfg *config.Config) func(string) error {
+// (sandbox.CheckSessionDir) with this daemon's directories, and what
+// warms it.
+func cwdChecker(cfg *config.Config) (check func(string) error, warm func()) {
 	home, _ := os.UserHomeDir() // as the executor hides it (agent.FromConfig)
 	private := cfg.PrivatePaths()
-	return func(dir string) error { return sandbox.CheckSessionDir(dir, home, private) }
+	return func(dir string) error { return sandbox.CheckSessionDir(dir, home, private) },
+		func() { sandbox.WarmSessionDirCheck(home, private) }
 }
 
 func (jm *jobMaker) agent(name string) *agentcfg.Agent {

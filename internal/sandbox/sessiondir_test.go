@@ -148,3 +148,36 @@ func TestSessionDirCacheFollowsChanges(t *testing.T) {
 	link(proj, filepath.Join(home, ".config", "gh"))
 	check("~/.config/gh a link to the project", true)
 }
+
+// TestWarmSessionDirCheck: the warming keeps what the first check would
+// have resolved, and a link planted after it still counts at the next
+// check.
+func TestWarmSessionDirCheck(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	home, proj := filepath.Join(root, "home"), filepath.Join(root, "proj")
+	for _, d := range []string{filepath.Join(home, ".config"), proj} {
+		if err := os.MkdirAll(d, 0700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	private := []string{filepath.Join(home, ".config", "ollie")}
+	WarmSessionDirCheck(home, private)
+	protectedCache.mu.Lock()
+	kept := protectedCache.snap != nil && protectedCache.key == home+"\x00"+private[0]
+	protectedCache.mu.Unlock()
+	if !kept {
+		t.Fatal("the warming kept nothing for the first check")
+	}
+	if err := CheckSessionDir(proj, home, private); err != nil {
+		t.Fatalf("after the warming: %v", err)
+	}
+	if err := os.Symlink(proj, filepath.Join(home, ".ssh")); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckSessionDir(proj, home, private); err == nil {
+		t.Fatal("~/.ssh made a link to the project after the warming, and the cwd was accepted")
+	}
+}
