@@ -127,7 +127,10 @@ func Install(root string, dirs ...string) (Report, error) {
 // the same. A shipped file the user edited or deleted, whose shipped
 // version has changed, is looked at by every start, as before (an edit
 // undone is then upgraded), so the entry is not written while there is
-// one.
+// one. Two executables started in turn on one home (a build being worked
+// on beside the installed one) each find the other's entry, look at every
+// file and write the manifest again: as every start did before, plus that
+// write.
 const checkedKey = ".checked"
 
 // fullChecks counts the Installs that looked at the shipped files.
