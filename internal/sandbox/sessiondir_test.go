@@ -94,16 +94,7 @@ func TestSessionDirRefusesLinkedSecrets(t *testing.T) {
 // found through; a link or a rename in any of them, deep or shallow,
 // counts at the very next check.
 func TestSessionDirCacheFollowsChanges(t *testing.T) {
-	root, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	home, proj := filepath.Join(root, "home"), filepath.Join(root, "proj")
-	for _, d := range []string{filepath.Join(home, ".config"), proj} {
-		if err := os.MkdirAll(d, 0700); err != nil {
-			t.Fatal(err)
-		}
-	}
+	home, proj := homeAndProject(t)
 	check := func(step string, refused bool) {
 		t.Helper()
 		err := CheckSessionDir(proj, home, nil)
@@ -153,16 +144,7 @@ func TestSessionDirCacheFollowsChanges(t *testing.T) {
 // have resolved, and a link planted after it still counts at the next
 // check.
 func TestWarmSessionDirCheck(t *testing.T) {
-	root, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	home, proj := filepath.Join(root, "home"), filepath.Join(root, "proj")
-	for _, d := range []string{filepath.Join(home, ".config"), proj} {
-		if err := os.MkdirAll(d, 0700); err != nil {
-			t.Fatal(err)
-		}
-	}
+	home, proj := homeAndProject(t)
 	private := []string{filepath.Join(home, ".config", "ollie")}
 	WarmSessionDirCheck(home, private)
 	protectedCache.mu.Lock()
@@ -180,4 +162,21 @@ func TestWarmSessionDirCheck(t *testing.T) {
 	if err := CheckSessionDir(proj, home, private); err == nil {
 		t.Fatal("~/.ssh made a link to the project after the warming, and the cwd was accepted")
 	}
+}
+
+// homeAndProject makes a home with a .config and a project beside it, by
+// their real paths.
+func homeAndProject(t *testing.T) (home, proj string) {
+	t.Helper()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	home, proj = filepath.Join(root, "home"), filepath.Join(root, "proj")
+	for _, d := range []string{filepath.Join(home, ".config"), proj} {
+		if err := os.MkdirAll(d, 0700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return home, proj
 }
