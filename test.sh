@@ -72,6 +72,7 @@ for t in \
 	./internal/ninep:FuzzServe:50000x \
 	./internal/ninep/client:FuzzFindPin:30000x \
 	./internal/ns:FuzzMessageUTF8:30000x \
+	./internal/ns:FuzzParseKV:30000x \
 	./internal/valid:FuzzText:8000x \
 	./internal/redact:FuzzString:30000x \
 	./internal/agentcfg:FuzzParse:30000x \
