@@ -66,7 +66,7 @@ var nextKeyRE = regexp.MustCompile(`[ \t]+[a-z_][a-z0-9_]*=|[ \t]*$`)
 // one line without blanks around it; and nextKey agrees with the regular
 // expression it replaced on every line.
 func FuzzParseKV(f *testing.F) {
-	for _, s := range []string{"cwd=/a b/c name=x\n", "# c\n\n  name=y  \n", "name=", "bad key=1", "cwd=/x\tmodel=m:7b agent= a"} {
+	for _, s := range []string{"cwd=/a b/c name=x\n", "# c\n\n  name=y  \n", "name=", "bad key=1", "cwd=/x\tmodel=m:7b agent= a", "name=y \t\n", "x \t "} {
 		f.Add(s)
 	}
 	keys := []string{"cwd", "name", "model", "agent"}
