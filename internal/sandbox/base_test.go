@@ -7,53 +7,60 @@ import (
 	"ollie.dev/ollie/internal/config"
 )
 
-// TestBaseKeptFreshWhileUsed: the warmed base is what New uses; while it
-// is used it is made again in the background (no call waits for it), and
-// once unused for baseKeep it is dropped.
-func TestBaseKeptFreshWhileUsed(t *testing.T) {
-	oldRefresh, oldKeep := baseRefresh.Load(), baseKeep.Load()
-	baseRefresh.Store(int64(20 * time.Millisecond))
-	baseKeep.Store(int64(200 * time.Millisecond))
-	defer func() { baseRefresh.Store(oldRefresh); baseKeep.Store(oldKeep) }()
+// TestBaseMadeAgainOnUse: the warmed base is what New uses; one used when
+// older than half the TTL is made again in the background while the call
+// goes on with it; one older than the TTL is made again by the call; and
+// while nothing uses it, nothing is made.
+func TestBaseMadeAgainOnUse(t *testing.T) {
+	const ttl = 200 * time.Millisecond
+	old := baseTTLNanos.Load()
+	baseTTLNanos.Store(int64(ttl))
+	defer baseTTLNanos.Store(old)
 
 	home, cwd, tmp := t.TempDir(), t.TempDir(), t.TempDir()
 	prof := config.BuiltinProfiles()["workspace"]
 	private := []string{t.TempDir()}
 	key := baseKey(prof, Paths{Home: home, Private: private})
-	at := func() (time.Time, bool) {
+	at := func() time.Time {
 		bases.mu.Lock()
 		defer bases.mu.Unlock()
 		b, ok := bases.m[key]
 		if !ok {
-			return time.Time{}, false
+			t.Fatal("no base kept")
 		}
-		return b.at, true
+		return b.at
 	}
-	WarmBase(prof, home, private)
-	first, ok := at()
-	if !ok {
-		t.Fatal("WarmBase kept nothing")
-	}
-	// Used every 10 ms for 150 ms: made again meanwhile, never dropped.
-	for range 15 {
+	use := func() {
+		t.Helper()
 		if _, err := New("workspace", prof, Paths{Home: home, Cwd: cwd, Tmp: tmp, Private: private}); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
-	later, ok := at()
-	if !ok || !later.After(first) {
-		t.Fatalf("while used: kept %v, made at %v then %v; want it made again", ok, first, later)
+	WarmBase(prof, home, private)
+	first := at()
+	use()
+	if at() != first {
+		t.Fatal("a base younger than half the TTL was made again")
 	}
-	// Unused: dropped after baseKeep.
+	// Unused for three TTLs: nothing made meanwhile.
+	time.Sleep(3 * ttl)
+	if at() != first {
+		t.Fatal("a base nothing used was made again")
+	}
+	// Older than the TTL: made again by the call.
+	use()
+	second := at()
+	if !second.After(first) {
+		t.Fatal("a base older than the TTL was used as it was")
+	}
+	// Between half the TTL and the TTL: used, and made again behind.
+	time.Sleep(ttl*6/10 - time.Since(second))
+	use()
 	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, ok := at(); !ok {
-			break
-		}
+	for !at().After(second) {
 		if time.Now().After(deadline) {
-			t.Fatal("an unused base was kept for 10 s with baseKeep 200 ms")
+			t.Fatal("a base older than half the TTL, used, was not made again in the background")
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond)
 	}
 }
