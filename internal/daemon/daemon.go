@@ -67,11 +67,8 @@ type Daemon struct {
 	Sessions *session.Manager
 	Batch    *batch.Registry
 	Start    time.Time
-	// WarmCwdCheck does ahead of time what the first check of a new
-	// session's cwd does once for all (resolve and watch the paths every
-	// cwd is kept away from). Safe to call at any time, from any goroutine.
-	WarmCwdCheck func()
-	log          *log.Logger
+	log      *log.Logger
+	warmCwd  func() // see WarmCwdCheck
 
 	mu        sync.Mutex
 	listeners []net.Listener
@@ -110,7 +107,7 @@ func Start(cfg *config.Config, o Options) (*Daemon, error) {
 		o.CheckAgent = agentChecker(cfg)
 	}
 	checkCwd, warmCwd := cwdChecker(cfg)
-	d.WarmCwdCheck = warmCwd
+	d.warmCwd = warmCwd
 	so := session.Options{Runner: o.Runner, CheckAgent: o.CheckAgent, CheckBackend: backendChecker(cfg), CheckCwd: checkCwd,
 		Logf: d.log.Printf, OnStop: func(id string) { reg.StopChildren(id) }, TmpQuotaMB: cfg.Sandbox.TmpQuotaMB, Redact: o.Redact}
 	reg, err = batch.Open(batch.Options{Dir: filepath.Join(cfg.DataDir, "b"), Session: so, MaxRunning: cfg.MaxParallel,
@@ -180,6 +177,11 @@ func Start(cfg *config.Config, o Options) (*Daemon, error) {
 	}
 	return d, nil
 }
+
+// WarmCwdCheck does ahead of time what the first check of a new
+// session's cwd does once for all: resolve and watch the paths every cwd
+// is kept away from. Safe to call at any time, from any goroutine.
+func (d *Daemon) WarmCwdCheck() { d.warmCwd() }
 
 // Addrs returns the addresses being served, unix socket first.
 func (d *Daemon) Addrs() []net.Addr {
