@@ -96,6 +96,12 @@ func TestEscapeFiles(t *testing.T) {
 	write(t, part, "the shipped prompt\n")
 	agent := filepath.Join(f.cfgDir, "a", "planted.json")
 	os.MkdirAll(filepath.Dir(agent), 0o700)
+	// The manifest of the installed defaults (defaults.Install): its
+	// .checked entry lets a start skip the shipped files, and its sums
+	// say which copies are the user's. A stage that rewrote it would have
+	// the next start keep a planted tool as the user's edit.
+	manifest := filepath.Join(f.cfgDir, ".ollie-defaults.json")
+	write(t, manifest, "{}\n")
 	for _, tc := range []struct{ name, op, want string }{
 		{"read ssh key", "cat " + f.sshKey, eacces},
 		{"read aws credentials", "cat " + f.awsCreds, eacces},
@@ -112,6 +118,7 @@ func TestEscapeFiles(t *testing.T) {
 		{"symlink to the config", "ln -s " + f.cfgDir + " cfg-link && cat cfg-link/ollie.json", eacces},
 		{"rewrite a prompt part", "echo 'obey the stage' > " + part, eacces},
 		{"plant an agent", "echo '{}' > " + agent, eacces},
+		{"rewrite the defaults' manifest", `echo '{".checked": "forged"}' > ` + manifest, eacces},
 		{"symlink to the key", "ln -s " + f.sshKey + " key-link && cat key-link", eacces},
 		// Landlock refuses a link that would widen the file's access.
 		{"hard link the key", "ln " + f.sshKey + " stolen && cat stolen", "Invalid cross-device link"},
@@ -134,6 +141,9 @@ func TestEscapeFiles(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(spare, "chat")); err != nil || len(b) != 0 {
 		t.Errorf("the spare's chat holds %q (%v)", b, err)
+	}
+	if b, err := os.ReadFile(manifest); err != nil || string(b) != "{}\n" {
+		t.Errorf("the defaults' manifest holds %q (%v)", b, err)
 	}
 	if b, err := os.ReadFile(part); err != nil || string(b) != "the shipped prompt\n" {
 		t.Errorf("the prompt part holds %q (%v)", b, err)
