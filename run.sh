@@ -26,8 +26,9 @@ fi
 bindir=${OLLIE_BIN:-$HOME/.local/bin}
 mkdir -p "$bindir"
 # ollie, and next to it the sandbox helper that confines every stage
-# (docs/execute.md: the daemon refuses a helper of another build) and
-# the browser front-end that `ollie web` becomes (docs/web.md).
+# (docs/execute.md: the daemon refuses a helper of another build), the
+# browser front-end that `ollie web` becomes (docs/web.md) and the MCP
+# bridge that `ollie mcp` becomes (docs/mcp.md).
 # Built aside, then copied in: the linker writes its output through a
 # memory mapping, which the kernel caches in large folios, and a process
 # maps a whole large folio at its first touch of any byte in it. A daemon
@@ -39,9 +40,9 @@ mkdir -p "$bindir"
 # its sandbox helper, and 0.7 MB of each one's memory (docs/bench.md).
 build=$(mktemp -d)
 trap 'rm -rf "$build"' EXIT
-CGO_ENABLED=0 go build -o "$build/" ./cmd/ollie ./cmd/ollie-sandbox ./cmd/ollie-web
-install -m 0755 "$build/ollie" "$build/ollie-sandbox" "$build/ollie-web" "$bindir/"
-echo "built $bindir/ollie, $bindir/ollie-sandbox and $bindir/ollie-web"
+CGO_ENABLED=0 go build -o "$build/" ./cmd/ollie ./cmd/ollie-sandbox ./cmd/ollie-web ./cmd/ollie-mcp
+install -m 0755 "$build/ollie" "$build/ollie-sandbox" "$build/ollie-web" "$build/ollie-mcp" "$bindir/"
+echo "built $bindir/ollie, and beside it ollie-sandbox, ollie-web and ollie-mcp"
 "$bindir/ollie" stop >/dev/null
 "$bindir/ollie" start ${nomount:-}
 case ":$PATH:" in

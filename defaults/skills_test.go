@@ -67,11 +67,12 @@ func TestSkillExamplesRun(t *testing.T) {
 		"everything": map[string]any{"command": ev[0], "args": ev[1:]}}})
 	os.MkdirAll(filepath.Join(f.cfg.ConfigDir, "t", "mcp.d"), 0o700)
 	writeRaw(t, filepath.Join(f.cfg.ConfigDir, "t", "mcp.d", "servers.json"), string(list))
-	// t/mcp calls ollie: this package's test binary is not ollie, so the
-	// real one is built, into the cwd, which the sandbox lets stages run.
+	// t/mcp calls ollie's bridge, ollie-mcp beside ollie: this package's
+	// test binary is neither, so the real ones are built, into the cwd,
+	// which the sandbox lets stages run.
 	bin := filepath.Join(f.cwd, ".ollie-bin", "ollie")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/ollie").CombinedOutput(); err != nil {
-		t.Fatalf("go build ollie: %v\n%s", err, out)
+	if out, err := exec.Command("go", "build", "-o", filepath.Dir(bin)+"/", "../cmd/ollie", "../cmd/ollie-mcp").CombinedOutput(); err != nil {
+		t.Fatalf("go build ollie ollie-mcp: %v\n%s", err, out)
 	}
 	web := f.newSession("web")
 	if err := f.fsys.WriteFile(ctx, "s/"+web+"/prompt", []byte("where is the nginx config?\n"), 0); err != nil {

@@ -2,19 +2,43 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+
+	"ollie.dev/ollie/internal/mcpcli"
+	"ollie.dev/ollie/internal/mcpconf"
 )
 
 // TestMain makes the test binary an ollie binary: OLLIE_TEST_MAIN=1 runs
 // Main as a whole command, and the sandbox helper (`ollie sandbox-exec`)
 // is started from the init in sandboxexec.go, exactly as in production.
 func TestMain(m *testing.M) {
+	// This test binary is also the MCP bridge: a link to it beside it,
+	// where ollie looks for ollie-mcp, runs the bridge's Main.
+	if filepath.Base(os.Args[0]) == mcpconf.Program {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := mcpcli.Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
 	if os.Getenv("OLLIE_TEST_MAIN") == "1" {
 		os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	if exe, err := os.Executable(); err == nil {
+		link := filepath.Join(filepath.Dir(exe), mcpconf.Program)
+		if err := os.Symlink(exe, link); err != nil && !errors.Is(err, fs.ErrExist) {
+			fmt.Fprintf(os.Stderr, "cannot link %s to the test binary: %v\n", link, err)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	if built.dir != "" {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"ollie.dev/ollie/internal/llmtest"
+	"ollie.dev/ollie/internal/mcpconf"
 	"ollie.dev/ollie/internal/sandbox"
 	"ollie.dev/ollie/internal/testutil"
 )
@@ -98,7 +99,7 @@ func TestOllieSandboxBinary(t *testing.T) {
 	}
 }
 
-// built holds ollie, ollie-web and ollie-sandbox as ./run.sh builds
+// built holds ollie, ollie-web, ollie-mcp and ollie-sandbox as ./run.sh builds
 // them (static: CGO_ENABLED=0), for the tests that need the real
 // binaries; TestMain removes them.
 var built struct {
@@ -116,7 +117,8 @@ func builtBinaries(t testing.TB) string {
 		if built.dir, built.err = os.MkdirTemp("", "ollie-bin"); built.err != nil {
 			return
 		}
-		cmd := exec.Command("go", "build", "-o", built.dir+"/", "ollie.dev/ollie/cmd/ollie", "ollie.dev/ollie/cmd/"+webName, "ollie.dev/ollie/cmd/"+sandbox.HelperName)
+		cmd := exec.Command("go", "build", "-o", built.dir+"/", "ollie.dev/ollie/cmd/ollie", "ollie.dev/ollie/cmd/"+webName,
+			"ollie.dev/ollie/cmd/"+mcpconf.Program, "ollie.dev/ollie/cmd/"+sandbox.HelperName)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			built.err = fmt.Errorf("go build: %v\n%s", err, out)
@@ -220,7 +222,7 @@ func TestBinariesAreStatic(t *testing.T) {
 		t.Error("run.sh does not build with CGO_ENABLED=0, as builtBinaries does")
 	}
 	dir := builtBinaries(t)
-	for _, name := range []string{"ollie", webName, sandbox.HelperName} {
+	for _, name := range []string{"ollie", webName, mcpconf.Program, sandbox.HelperName} {
 		f, err := elf.Open(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)

@@ -34,6 +34,10 @@ type command struct {
 	// hidden commands (internal helpers such as the sandbox re-exec) are
 	// left out of the command list.
 	hidden bool
+	// raw commands get their arguments as given, flags and all: another
+	// program parses them (ollie mcp becomes ollie-mcp), and flags only
+	// documents them for 'ollie help'.
+	raw bool
 	// interactive commands handle Ctrl-C themselves (ollie sh: it stops
 	// a turn, not the shell); only SIGTERM cancels their context.
 	interactive bool
@@ -104,14 +108,18 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("ollie "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { commandUsage(stderr, cmd, fs) }
-	if cmd.flags != nil {
-		cmd.flags(fs)
-	}
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
+	rest := args[1:]
+	if !cmd.raw {
+		if cmd.flags != nil {
+			cmd.flags(fs)
 		}
-		return 2
+		if err := fs.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return 0
+			}
+			return 2
+		}
+		rest = fs.Args()
 	}
 	env := &Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, TokenFile: os.Getenv("OLLIE_TOKEN_FILE")}
 	if exe, err := os.Executable(); err == nil {
@@ -131,7 +139,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), sigs...)
 	defer stop()
-	err := cmd.run(ctx, env, fs.Args())
+	err := cmd.run(ctx, env, rest)
 	return exitStatus(stderr, name, err, func() { commandUsage(stderr, cmd, fs) })
 }
 

@@ -6,15 +6,16 @@ import (
 	"path/filepath"
 	"testing"
 
+	"ollie.dev/ollie/internal/bench"
 	"ollie.dev/ollie/internal/config"
 	"ollie.dev/ollie/internal/execute"
-	"ollie.dev/ollie/internal/mcpbridge"
 	"ollie.dev/ollie/internal/mcpbridge/mcptest"
+	"ollie.dev/ollie/internal/mcpconf"
 )
 
-// mcpBenchOptions: this test binary is the sandbox helper and, with
-// OLLIE_TEST_MAIN=1 in the stages' environment, the ollie t/mcp runs.
-func mcpBenchOptions(tb testing.TB) mcpbridge.BenchOptions {
+// mcpBenchOptions: this test binary is the sandbox helper and, through
+// the link TestMain makes beside it, the ollie-mcp t/mcp runs.
+func mcpBenchOptions(tb testing.TB) bench.MCPOptions {
 	tb.Helper()
 	server := mcptest.EverythingCmd(tb)
 	sb := config.DefaultSandbox()
@@ -26,7 +27,7 @@ func mcpBenchOptions(tb testing.TB) mcpbridge.BenchOptions {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return mcpbridge.BenchOptions{Exec: ex, Dir: dir, Server: server, Env: []string{"OLLIE_TEST_MAIN=1"}}
+	return bench.MCPOptions{Exec: ex, MCP: filepath.Join(filepath.Dir(os.Args[0]), mcpconf.Program), Dir: dir, Server: server}
 }
 
 // TestMCPBench runs each operation `ollie bench -mcp` measures once and
@@ -40,7 +41,7 @@ func TestMCPBench(t *testing.T) {
 		t.Skip("starts Node servers")
 	}
 	ctx := context.Background()
-	b, err := mcpbridge.NewBencher(ctx, mcpBenchOptions(t))
+	b, err := bench.NewMCPBencher(ctx, mcpBenchOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestMCPBench(t *testing.T) {
 
 func BenchmarkMCP(b *testing.B) {
 	ctx := context.Background()
-	bn, err := mcpbridge.NewBencher(ctx, mcpBenchOptions(b))
+	bn, err := bench.NewMCPBencher(ctx, mcpBenchOptions(b))
 	if err != nil {
 		b.Fatal(err)
 	}

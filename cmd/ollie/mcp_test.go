@@ -2,19 +2,24 @@ package main
 
 import (
 	"bytes"
+	"debug/buildinfo"
 	"encoding/json"
+	"errors"
 	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"ollie.dev/ollie/internal/mcpbridge/mcptest"
+	"ollie.dev/ollie/internal/mcpconf"
 	"ollie.dev/ollie/internal/testutil"
 )
 
@@ -314,4 +319,82 @@ func TestMCPCommandEnv(t *testing.T) {
 	if _, errOut, code := ollie3(t, mcpEnv(t), "", append([]string{"mcp", "-e", "novalue", "tools", "--"}, ev...)...); code != 2 || !strings.Contains(errOut, "want KEY=VALUE") {
 		t.Errorf("-e novalue: exit %d %s", code, errOut)
 	}
+}
+
+// TestMCPIsItsOwnProgram: the MCP SDK is linked into ollie-mcp only,
+// never into ollie (the daemon and every verb would pay for its
+// initialisation); `ollie mcp` becomes ollie-mcp, its flags and all,
+// and says how to build it when it is missing.
+func TestMCPIsItsOwnProgram(t *testing.T) {
+	t.Parallel()
+	bin := builtBinaries(t)
+	const sdk = "github.com/modelcontextprotocol/go-sdk"
+	for _, c := range []struct {
+		name string
+		want bool
+	}{{"ollie", false}, {mcpconf.Program, true}} {
+		bi, err := buildinfo.ReadFile(filepath.Join(bin, c.name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		has := slices.ContainsFunc(bi.Deps, func(m *debug.Module) bool { return m.Path == sdk })
+		if has != c.want {
+			t.Errorf("%s links %s: %v, want %v", c.name, sdk, has, c.want)
+		}
+	}
+
+	env := mcpEnv(t)
+	run := func(exe string, args ...string) (string, string, int) {
+		t.Helper()
+		cmd := exec.Command(exe, args...)
+		cmd.Env = env
+		var o, e bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &o, &e
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return o.String(), e.String(), ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return o.String(), e.String(), 0
+	}
+	ollie := filepath.Join(bin, "ollie")
+	if out, _, code := run(ollie, "help", "mcp"); code != 0 || !strings.Contains(out, "-servers FILE") || !strings.Contains(out, "ollie-mcp") {
+		t.Errorf("ollie help mcp: exit %d\n%s", code, out)
+	}
+	if _, errOut, code := run(ollie, "mcp", "-h"); code != 0 || !strings.HasPrefix(errOut, "usage: ollie mcp ") || !strings.Contains(errOut, "-private") {
+		t.Errorf("ollie mcp -h: exit %d\n%s", code, errOut)
+	}
+	if _, errOut, code := run(ollie, "mcp", "-bogus", "tools"); code != 2 || !strings.Contains(errOut, "flag provided but not defined: -bogus") {
+		t.Errorf("ollie mcp -bogus: exit %d\n%s", code, errOut)
+	}
+	cfg := filepath.Join(t.TempDir(), "other.json")
+	os.WriteFile(cfg, []byte(`{"bogus": 1}`), 0o600)
+	if _, errOut, code := run(ollie, "-config", cfg, "mcp", "servers"); code != 1 || !strings.Contains(errOut, "bogus") {
+		t.Errorf("ollie -config BAD mcp servers: exit %d\n%s", code, errOut)
+	}
+	server := mcptest.EverythingCmd(t)
+	out, errOut, code := run(ollie, append([]string{"mcp", "-text", "call", "echo", `{"message":"hi"}`, "--"}, server...)...)
+	if code != 0 || out != "Echo: hi\n" {
+		t.Errorf("ollie mcp call echo: exit %d %q\n%s", code, out, errOut)
+	}
+
+	alone := filepath.Join(t.TempDir(), "ollie")
+	if err := copyFile(ollie, alone); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := run(alone, "mcp", "servers"); code != 1 ||
+		!strings.Contains(errOut, "ollie-mcp is not installed beside "+alone) || !strings.Contains(errOut, "go build -o") {
+		t.Errorf("ollie mcp without ollie-mcp: exit %d\n%s", code, errOut)
+	}
+}
+
+// copyFile copies the executable src to dst.
+func copyFile(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o755)
 }

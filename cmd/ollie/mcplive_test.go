@@ -14,6 +14,7 @@ import (
 
 	"ollie.dev/ollie/internal/llmtest"
 	"ollie.dev/ollie/internal/mcpbridge/mcptest"
+	"ollie.dev/ollie/internal/mcpconf"
 	"ollie.dev/ollie/internal/testutil"
 )
 
@@ -30,6 +31,13 @@ type liveDaemon struct {
 
 func startLive(t *testing.T, script *llmtest.Script) *liveDaemon {
 	t.Helper()
+	return startLiveExe(t, script, os.Args[0])
+}
+
+// startLiveExe is startLive with the ollie executable exe (this test
+// binary, or a real ollie with its ollie-mcp beside it).
+func startLiveExe(t *testing.T, script *llmtest.Script, exe string) *liveDaemon {
+	t.Helper()
 	testutil.RequireFUSE(t)
 	memory := mcptest.MemoryCmd(t)
 	llm := llmtest.NewTest(t, script)
@@ -44,7 +52,7 @@ func startLive(t *testing.T, script *llmtest.Script) *liveDaemon {
 	os.MkdirAll(filepath.Join(cdir, "t", "mcp.d"), 0o755)
 	os.WriteFile(filepath.Join(cdir, "t", "mcp.d", "servers.json"), list, 0o644)
 	d := &liveDaemon{log: &testutil.LogBuf{}, sock: sock, mnt: filepath.Join(t.TempDir(), "mnt"), cwd: cwd, llm: llm}
-	d.cmd = exec.Command(os.Args[0], "serve", "-socket", sock, "-mount", d.mnt)
+	d.cmd = exec.Command(exe, "serve", "-socket", sock, "-mount", d.mnt)
 	d.cmd.Env = append(env, "OLLAMA_HOST="+llm.URL, "OLLIE_TEST_MAIN=1")
 	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
 	if err := d.cmd.Start(); err != nil {
@@ -297,4 +305,41 @@ done`
 		}
 		return true
 	})
+}
+
+// TestMCPLiveBuiltBinaries runs the bridge as users have it: the real
+// ollie, and ollie-mcp beside it, a file of its own that the stages'
+// sandbox must let them run. The session's server is started by the
+// daemon (ollie-mcp proxy, confined as a stage), a -once call runs
+// ollie-mcp inside the stage itself, and neither is the ollie binary.
+func TestMCPLiveBuiltBinaries(t *testing.T) {
+	t.Parallel()
+	bin := builtBinaries(t)
+	script := &llmtest.Script{Turns: []llmtest.Turn{
+		{Calls: []llmtest.Call{steps(mcpTool("call", "memory", "create_entities",
+			`{"entities": [{"name": "ollie", "entityType": "project", "observations": ["runs its bridge"]}]}`))}},
+		{Calls: []llmtest.Call{steps(mcpTool("-once", "call", "memory", "read_graph"))}},
+		{Text: "Done."},
+	}}
+	d := startLiveExe(t, script, filepath.Join(bin, "ollie"))
+	d.session(t, "alpha")
+	results := toolResults(d.llm.Requests())
+	if len(results) != 2 {
+		t.Fatalf("%d tool results, want 2: %q", len(results), results)
+	}
+	for i, r := range results {
+		if !strings.Contains(r, `"ollie"`) || !strings.Contains(r, "runs its bridge") || strings.Contains(r, "error") {
+			t.Errorf("call %d: %s", i+1, r)
+		}
+	}
+	srv := d.servers()
+	if len(srv) != 1 {
+		t.Fatalf("servers started: %v, want one", srv)
+	}
+	for _, pids := range srv {
+		exe, err := os.Readlink("/proc/" + itoa(pids[0]) + "/exe")
+		if want := filepath.Join(bin, mcpconf.Program); exe != want {
+			t.Errorf("the session's server runs %q (%v), want %s", exe, err, want)
+		}
+	}
 }

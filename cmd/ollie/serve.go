@@ -127,7 +127,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	live := mcplive.New(mcplive.Options{Start: runner.StartOllie, Spec: runner.StageSpec,
+	live := mcplive.New(mcplive.Options{Start: runner.StartMCP, Spec: runner.StageSpec,
 		Servers: filepath.Join(env.Config.ConfigDir, "t", "mcp.d", "servers.json"), Logf: logger.Printf})
 	d, err := daemon.Start(env.Config, daemon.Options{Log: logger, Runner: runner, CheckAgent: runner.CheckAgent, Models: runner.Models, Redact: rd, BackendState: runner.BackendState, InUse: runner.InUse, SystemPrompt: runner.SystemPrompt, MCP: live})
 	if err != nil {

@@ -282,16 +282,16 @@ func (r *Runner) StageSpec(s *session.Session) (execute.Spec, error) {
 	return r.stageSpec(s, m, a)
 }
 
-// StartOllie starts the ollie executable with args under spec, for as
-// long as the caller wants it (execute.Executor.StartOllie).
-func (r *Runner) StartOllie(spec execute.Spec, args []string, stdout, stderr *os.File) (*execute.Long, error) {
+// StartMCP starts the MCP bridge with args under spec, for as long as
+// the caller wants it (execute.Executor.StartMCP).
+func (r *Runner) StartMCP(spec execute.Spec, args []string, stdout, stderr *os.File) (*execute.Long, error) {
 	e, ok := r.o.Exec.(interface {
-		StartOllie(execute.Spec, []string, *os.File, *os.File) (*execute.Long, error)
+		StartMCP(execute.Spec, []string, *os.File, *os.File) (*execute.Long, error)
 	})
 	if !ok {
 		return nil, errs.E(errs.Unavailable, "this daemon runs no long-lived processes")
 	}
-	return e.StartOllie(spec, args, stdout, stderr)
+	return e.StartMCP(spec, args, stdout, stderr)
 }
 
 // ToolEnv is what a session's tools learn of the tree: OLLIE_ID, and,

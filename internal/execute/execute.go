@@ -30,13 +30,15 @@ import (
 
 	"ollie.dev/ollie/internal/config"
 	"ollie.dev/ollie/internal/errs"
+	"ollie.dev/ollie/internal/mcpconf"
 	"ollie.dev/ollie/internal/sandbox"
 )
 
 // Options configure an Executor from the daemon's configuration.
 type Options struct {
 	// Exe is the ollie executable: stages may run it (OLLIE_BIN), and
-	// StartOllie does. The sandbox helper is sandbox.HelperFor(Exe).
+	// the MCP bridge beside it (mcpconf.Program), which StartMCP runs.
+	// The sandbox helper is sandbox.HelperFor(Exe).
 	Exe string
 	// Sandbox holds the profiles, timeouts and limits.
 	Sandbox config.Sandbox
@@ -80,6 +82,7 @@ type Spec struct {
 type Executor struct {
 	o           Options
 	helper      string
+	mcp         string   // the MCP bridge, beside Exe
 	programs    []string // the directories of Exe and of the helper
 	base        []string
 	preapproved []Stage
@@ -93,7 +96,8 @@ func New(o Options) (*Executor, error) {
 	if o.Sandbox.Profiles == nil {
 		o.Sandbox = config.DefaultSandbox()
 	}
-	e := &Executor{o: o, helper: sandbox.HelperFor(o.Exe), base: sandbox.BaseEnv(o.Environ)}
+	e := &Executor{o: o, helper: sandbox.HelperFor(o.Exe), base: sandbox.BaseEnv(o.Environ),
+		mcp: filepath.Join(filepath.Dir(o.Exe), mcpconf.Program)}
 	e.programs = slices.Compact([]string{filepath.Dir(o.Exe), filepath.Dir(e.helper)})
 	for i, raw := range o.Sandbox.Preapproved {
 		st, err := parseStage(raw)
@@ -181,10 +185,11 @@ func (e *Executor) policy(spec Spec) (*sandbox.Policy, error) {
 	if err != nil {
 		return nil, errs.E(errs.Invalid, err)
 	}
-	// The ollie binary itself may be read and run by stages, so tools can
-	// use its client verbs (t/mcp runs `$OLLIE_BIN mcp ...`); it holds no
-	// secret, and what it can do confined is what the stage can.
-	prof.Read = append(append(append([]string(nil), prof.Read...), spec.Read...), e.o.Exe)
+	// The ollie binary itself and its MCP bridge may be read and run by
+	// stages, so tools can use their client verbs (t/mcp runs ollie-mcp);
+	// they hold no secret, and what they can do confined is what the
+	// stage can.
+	prof.Read = append(append(append([]string(nil), prof.Read...), spec.Read...), e.o.Exe, e.mcp)
 	prof.Write = append(append([]string(nil), prof.Write...), spec.Write...)
 	pol, err := sandbox.New(policyName(spec.Policy, e.o.Sandbox), prof, sandbox.Paths{
 		Home: e.o.Home, Cwd: spec.Cwd, Tmp: spec.Tmp, Tools: spec.Tools, Private: e.o.Private,

@@ -8,12 +8,13 @@ import (
 	"golang.org/x/sys/unix"
 
 	"ollie.dev/ollie/internal/errs"
+	"ollie.dev/ollie/internal/mcpconf"
 	"ollie.dev/ollie/internal/sandbox"
 	"ollie.dev/ollie/internal/who"
 )
 
 // A Long is a process of a session that outlives the call that needed
-// it (a long-lived MCP server behind `ollie mcp proxy`): started under
+// it (a long-lived MCP server behind `ollie-mcp proxy`): started under
 // the session's sandbox policy exactly as a stage is, known to the tree
 // as one of the session's stages, and ended by Stop, never by a call.
 type Long struct {
@@ -24,13 +25,18 @@ type Long struct {
 	wait   func() (syscall.WaitStatus, error)
 }
 
-// StartOllie starts the ollie executable itself with args (args[0] is
-// the first argument, not the program) under spec's policy, in a process
-// group of its own, its standard output and error to stdout and stderr. It is the only way in for a long-lived process: a caller
-// names an ollie verb, never a program.
-func (e *Executor) StartOllie(spec Spec, args []string, stdout, stderr *os.File) (*Long, error) {
+// StartMCP starts ollie's MCP bridge (mcpconf.Program, beside the
+// ollie executable) with args (args[0] is the first argument, not the
+// program) under spec's policy, in a process group of its own, its
+// standard output and error to stdout and stderr. It is the only way in
+// for a long-lived process: a caller names the bridge's arguments, never
+// a program.
+func (e *Executor) StartMCP(spec Spec, args []string, stdout, stderr *os.File) (*Long, error) {
 	if spec.Cwd == "" || spec.Tmp == "" {
 		return nil, errs.E(errs.Invalid, "execute: spec needs cwd and tmp")
+	}
+	if _, err := os.Stat(e.mcp); err != nil {
+		return nil, errs.E(errs.Unavailable, mcpconf.Program+" is not installed beside "+e.o.Exe)
 	}
 	pol, err := e.policy(spec)
 	if err != nil {
@@ -45,7 +51,7 @@ func (e *Executor) StartOllie(spec Spec, args []string, stdout, stderr *os.File)
 	defer prep.Close()
 	l := &Long{done: make(chan struct{}), forget: func() {}}
 	p, err := prep.Start(sandbox.Cmd{
-		Helper: e.helper, Path: e.o.Exe, Args: append([]string{e.o.Exe}, args...),
+		Helper: e.helper, Path: e.mcp, Args: append([]string{mcpconf.Program}, args...),
 		Env: e.env(spec, pol), Dir: spec.Cwd, OneShot: e.o.OneShot, Stdout: stdout, Stderr: stderr,
 		Admit: func(pgid int) { l.forget = who.Stages.Add(pgid, spec.Session) },
 	})

@@ -14,20 +14,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"ollie.dev/ollie/internal/errs"
+	"ollie.dev/ollie/internal/mcpconf"
 )
 
-// A Target says how to reach one server: a command to start and talk to
-// over its stdin and stdout, or the URL of a streamable HTTP endpoint.
-type Target struct {
-	Name    string   // for messages; "" is "server"
-	Command []string // stdio: the program and its arguments
-	Env     []string // stdio: the program's whole environment
-	Dir     string   // stdio: its working directory; "" for ours
-	URL     string   // streamable HTTP
-	Headers map[string]string
-	// Stderr receives a stdio server's stderr; nil discards it.
-	Stderr io.Writer
-}
+// A Target says how to reach one server (mcpconf.Target).
+type Target = mcpconf.Target
 
 // Conn is a session with one server. Its methods may be called
 // concurrently, as the SDK's ClientSession allows.
@@ -264,4 +255,9 @@ func shorten(s string, n int) string {
 		return s
 	}
 	return s[:n] + "..."
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }

@@ -1,5 +1,5 @@
 // Package mcplive keeps the long-lived MCP servers of sessions: one
-// `ollie mcp -s NAME -private proxy` per session and configured server,
+// `ollie-mcp -s NAME -private proxy` per session and configured server,
 // started on first use under the session's sandbox policy, exactly as a
 // stage of the session would run it, and owned by the daemon, so that a
 // stateful server keeps its state across t/mcp calls. A server ends when
@@ -19,7 +19,7 @@ import (
 
 	"ollie.dev/ollie/internal/errs"
 	"ollie.dev/ollie/internal/execute"
-	"ollie.dev/ollie/internal/mcpbridge"
+	"ollie.dev/ollie/internal/mcpconf"
 	"ollie.dev/ollie/internal/session"
 )
 
@@ -32,8 +32,8 @@ const (
 
 // Options configure a Registry.
 type Options struct {
-	// Start starts the ollie executable with args under spec
-	// (execute.Executor.StartOllie).
+	// Start starts the MCP bridge, ollie-mcp, with args under spec
+	// (execute.Executor.StartMCP).
 	Start func(spec execute.Spec, args []string, stdout, stderr *os.File) (*execute.Long, error)
 	// Spec is the stage spec of session s now: its policy, cwd, env and
 	// tree grants, as its next execute_code call would have them.
@@ -83,7 +83,7 @@ func New(o Options) *Registry {
 // not running (or runs under a spec the session no longer has).
 func (r *Registry) URL(s *session.Session, name string) (string, error) {
 	name = strings.TrimSpace(name)
-	all, err := mcpbridge.LoadServers(r.o.Servers)
+	all, err := mcpconf.LoadServers(r.o.Servers)
 	if err != nil {
 		return "", errs.E(errs.Invalid, err)
 	}
@@ -147,7 +147,7 @@ func (e *entry) start(o Options, spec execute.Spec, name string) {
 		e.err = err
 		return
 	}
-	l, err := o.Start(spec, []string{"mcp", "-servers", o.Servers, "-s", name,
+	l, err := o.Start(spec, []string{"-servers", o.Servers, "-s", name,
 		"-listen", "127.0.0.1:0", "-private", "proxy"}, outW, errW)
 	outW.Close()
 	errW.Close()

@@ -1,4 +1,4 @@
-package main
+package mcpcli
 
 import (
 	"context"
@@ -16,22 +16,24 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"ollie.dev/ollie/internal/config"
+	"ollie.dev/ollie/internal/dial"
 	"ollie.dev/ollie/internal/mcpbridge"
+	"ollie.dev/ollie/internal/ninep/client"
 )
 
-// mcpServe is `ollie mcp serve`: ollie as an MCP server on stdin and
+// serve is `ollie mcp serve`: ollie as an MCP server on stdin and
 // stdout, each tool a few file operations over 9P on the daemon's tree.
-func mcpServe(ctx context.Context, env *Env, args []string) error {
+func (c *cli) serve(ctx context.Context, args []string) error {
 	if len(args) > 0 {
 		return usagef("serve takes no arguments")
 	}
-	fsys, err := mcpFlags.dial(ctx, env)
+	fsys, err := c.dial(ctx)
 	if err != nil {
 		return err
 	}
 	defer fsys.Close()
 	s := mcpbridge.NewOllieServer(fsys)
-	err = s.Run(ctx, &mcp.IOTransport{Reader: readCloser{env.Stdin}, Writer: nopWriteCloser{env.Stdout}})
+	err = s.Run(ctx, &mcp.IOTransport{Reader: readCloser{c.stdin}, Writer: nopWriteCloser{c.stdout}})
 	if ctx.Err() != nil || errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed) {
 		return nil // the host hung up or we were interrupted: a normal end
 	}
@@ -51,30 +53,30 @@ type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
 
-// mcpProxy is `ollie mcp proxy`: the server of tg over streamable HTTP on
+// proxy is `ollie mcp proxy`: the server of tg over streamable HTTP on
 // a loopback address, until interrupted.
-func mcpProxy(ctx context.Context, env *Env, tg mcpbridge.Target, args []string) error {
+func (c *cli) proxy(ctx context.Context, tg mcpbridge.Target, args []string) error {
 	if len(args) > 0 {
 		return usagef("proxy takes no arguments")
 	}
-	if err := config.CheckListen(mcpFlags.listen); err != nil {
+	if err := config.CheckListen(c.Listen); err != nil {
 		return usagef("-listen: %v", err)
 	}
-	c, err := mcpbridge.Dial(ctx, tg)
+	sc, err := mcpbridge.Dial(ctx, tg)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	s, err := mcpbridge.NewProxy(ctx, c)
+	defer sc.Close()
+	s, err := mcpbridge.NewProxy(ctx, sc)
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", mcpFlags.listen)
+	ln, err := net.Listen("tcp", c.Listen)
 	if err != nil {
 		return err
 	}
 	h, url := mcpbridge.HTTPHandler(s), "http://"+ln.Addr().String()+"/"
-	if mcpFlags.private {
+	if c.Private {
 		// Anything on the machine may connect to a loopback port; only
 		// who was told the path (the daemon, then the session's own
 		// stages through s/<id>/mcp) can use the server.
@@ -84,11 +86,11 @@ func mcpProxy(ctx context.Context, env *Env, tg mcpbridge.Target, args []string)
 		mux := http.NewServeMux()
 		mux.Handle(strings.TrimPrefix(url, "http://"+ln.Addr().String()), h)
 		h = mux
-		fmt.Fprintln(env.Stdout, url)
+		fmt.Fprintln(c.stdout, url)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	if !mcpFlags.private {
-		fmt.Fprintf(env.Stderr, "ollie mcp: serving %s on %s (pid %d)\n", tg.Name, url, os.Getpid())
+	if !c.Private {
+		fmt.Fprintf(c.stderr, "ollie mcp: serving %s on %s (pid %d)\n", tg.Name, url, os.Getpid())
 	}
 	go func() {
 		<-ctx.Done()
@@ -100,4 +102,15 @@ func mcpProxy(ctx context.Context, env *Env, tg mcpbridge.Target, args []string)
 		return err
 	}
 	return nil
+}
+
+// dial attaches to the daemon named by -addr, or the local one; the
+// token file is -token's, else $OLLIE_TOKEN_FILE's.
+func (c *cli) dial(ctx context.Context) (*client.Fsys, error) {
+	tok := c.Token
+	if tok == "" {
+		tok = c.tokenFile
+	}
+	logf := func(format string, args ...any) { fmt.Fprintf(c.stderr, "ollie mcp: "+format+"\n", args...) }
+	return dial.Attach(ctx, c.cfg, dial.Dialer(c.cfg, tok, logf), c.Addr)
 }

@@ -1,10 +1,11 @@
-package mcpbridge
+package mcpconf
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -127,6 +128,19 @@ func LoadServers(files ...string) (Servers, error) {
 	return all, nil
 }
 
+// A Target says how to reach one server: a command to start and talk to
+// over its stdin and stdout, or the URL of a streamable HTTP endpoint.
+type Target struct {
+	Name    string   // for messages; "" is "server"
+	Command []string // stdio: the program and its arguments
+	Env     []string // stdio: the program's whole environment
+	Dir     string   // stdio: its working directory; "" for ours
+	URL     string   // streamable HTTP
+	Headers map[string]string
+	// Stderr receives a stdio server's stderr; nil discards it.
+	Stderr io.Writer
+}
+
 // baseEnv are the variables of the bridge's own environment a stdio
 // server inherits, as the MCP reference hosts do: enough to find programs
 // and a home, nothing that may be a key. The rest comes from its env.
@@ -242,4 +256,11 @@ func WriteIdx(file string, data []byte) error {
 		os.Remove(tmp.Name())
 	}
 	return err
+}
+
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }

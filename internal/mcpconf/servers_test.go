@@ -1,4 +1,4 @@
-package mcpbridge_test
+package mcpconf_test
 
 import (
 	"os"
@@ -6,13 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"ollie.dev/ollie/internal/mcpbridge"
+	"ollie.dev/ollie/internal/mcpconf"
 )
 
 func TestParseServers(t *testing.T) {
-	s, err := mcpbridge.ParseServers([]byte(`{"mcpServers": {
+	s, err := mcpconf.ParseServers([]byte(`{"mcpServers": {
 		"fs": {"command": "npx", "args": ["-y", "server-filesystem", "/srv"], "env": {"TOKEN": "${GH_TOKEN}", "MODE": "ro-${MODE}"}},
 		"web": {"type": "http", "url": "https://example.com/mcp", "headers": {"Authorization": "Bearer ${GH_TOKEN}"}}
 	}}`))
@@ -47,7 +45,7 @@ func TestParseServers(t *testing.T) {
 		{`{"mcpServers": {"a": {"commnd": "x"}}}`, `unknown field "commnd"`},
 		{`{"mcpServers": {}} {}`, "trailing data"},
 	} {
-		if _, err := mcpbridge.ParseServers([]byte(bad.json)); err == nil || !strings.Contains(err.Error(), bad.want) {
+		if _, err := mcpconf.ParseServers([]byte(bad.json)); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%s: error %v, want %q", bad.json, err, bad.want)
 		}
 	}
@@ -58,7 +56,7 @@ func TestLoadServersFirstFileWins(t *testing.T) {
 	private, public := filepath.Join(dir, "mcp.json"), filepath.Join(dir, "servers.json")
 	os.WriteFile(private, []byte(`{"mcpServers": {"gh": {"command": "gh-server", "env": {"T": "secret"}}}}`), 0o600)
 	os.WriteFile(public, []byte(`{"mcpServers": {"gh": {"url": "http://127.0.0.1:7801/"}, "fs": {"command": "fs"}}}`), 0o644)
-	s, err := mcpbridge.LoadServers(private, public, filepath.Join(dir, "absent.json"))
+	s, err := mcpconf.LoadServers(private, public, filepath.Join(dir, "absent.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,31 +64,7 @@ func TestLoadServersFirstFileWins(t *testing.T) {
 		t.Errorf("merged %+v", s)
 	}
 	os.WriteFile(public, []byte(`{"mcpServers": `), 0o644)
-	if _, err := mcpbridge.LoadServers(public); err == nil || !strings.HasPrefix(err.Error(), public+": bad request: server list") {
+	if _, err := mcpconf.LoadServers(public); err == nil || !strings.HasPrefix(err.Error(), public+": bad request: server list") {
 		t.Errorf("a broken list: %v", err)
-	}
-}
-
-func TestIdxLines(t *testing.T) {
-	tool := &mcp.Tool{Name: "search", Description: "Search issues and pull requests. Supports qualifiers.\nMore text.",
-		InputSchema: map[string]any{"type": "object", "required": []any{"query", "repo"}, "properties": map[string]any{
-			"query": map[string]any{"type": "string"},
-			"repo":  map[string]any{"type": "string"},
-			"limit": map[string]any{"type": "integer"},
-			"state": map[string]any{"type": "string", "enum": []any{"open", "closed"}},
-			"tags":  map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
-			"since": map[string]any{"anyOf": []any{map[string]any{"type": "string"}, map[string]any{"type": "null"}}},
-			"draft": map[string]any{"type": []any{"boolean", "null"}},
-		}}}
-	want := "search: Search issues and pull requests.; args: query:string repo:string [draft:bool] [limit:int] [since:string] [state:open|closed] [tags:string[]]"
-	if got := mcpbridge.IdxLine(tool); got != want {
-		t.Errorf("idx line\n got %s\nwant %s", got, want)
-	}
-	long := &mcp.Tool{Name: "x", Description: strings.Repeat("word ", 40), InputSchema: map[string]any{"type": "object"}}
-	if got := mcpbridge.IdxLine(long); len(got) > 130 || !strings.HasSuffix(got, "...") || strings.Contains(got, "args:") {
-		t.Errorf("a long description, no args: %q", got)
-	}
-	if got := mcpbridge.IdxLine(&mcp.Tool{Name: "y"}); got != "y: (no description)" {
-		t.Errorf("bare tool: %q", got)
 	}
 }
