@@ -27,6 +27,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"ollie.dev/ollie/internal/durable"
 )
 
 //go:embed all:a all:p all:sk all:t all:u all:x all:s all:b
@@ -110,7 +112,7 @@ func Install(root string, dirs ...string) (Report, error) {
 	if bytes.Equal(b, old) {
 		return rep, nil
 	}
-	return rep, replace(manPath, b, 0600, true)
+	return rep, durable.Replace(manPath, b, 0600, true)
 }
 
 // checkedKey is the manifest's entry that lets a start skip the shipped
@@ -202,7 +204,7 @@ func writeAll(root string, todo []pending, man map[string]string) error {
 	}
 	err := atOnce(len(todo), func(i int) error {
 		w := todo[i]
-		return replace(w.dst, w.data, mode(w.p), true)
+		return durable.Replace(w.dst, w.data, mode(w.p), true)
 	})
 	if err != nil {
 		return err
@@ -211,7 +213,7 @@ func writeAll(root string, todo []pending, man map[string]string) error {
 	for d := range dirs {
 		list = append(list, d)
 	}
-	if err := atOnce(len(list), func(i int) error { return syncDir(list[i]) }); err != nil {
+	if err := atOnce(len(list), func(i int) error { return durable.Sync(list[i]) }); err != nil {
 		return err
 	}
 	for _, w := range todo {
@@ -247,16 +249,6 @@ func atOnce(n int, f func(int) error) error {
 	}
 	wg.Wait()
 	return first
-}
-
-// syncDir makes the entries of directory dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // installOne decides about one shipped file, whose hash is sum: the write
@@ -302,32 +294,4 @@ func mode(p string) os.FileMode {
 func hash(b []byte) string {
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
-}
-
-// replace replaces name with data by a rename, the data durable first if
-// sync is set (the rename itself is made durable by a sync of the
-// directory).
-func replace(name string, data []byte, perm os.FileMode, sync bool) error {
-	tmp := name + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil && sync {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, perm) // whatever the umask
-	}
-	if err == nil {
-		err = os.Rename(tmp, name)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"ollie.dev/ollie/internal/config"
+	"ollie.dev/ollie/internal/durable"
 	"ollie.dev/ollie/internal/errs"
 )
 
@@ -238,24 +239,7 @@ func WriteIdx(file string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(file), ".idx-*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(data)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), file)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
-	return err
+	return durable.Replace(file, data, 0o644, false)
 }
 
 func shorten(s string, n int) string {

@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"ollie.dev/ollie/internal/durable"
 )
 
 // Meta is what meta.json holds: the identity and settings of a session.
@@ -56,35 +57,14 @@ func writeAtomic(name string, data []byte, perm os.FileMode) error {
 }
 
 // replaceFile replaces name with data atomically (a reader or a crash of
-// the daemon sees the old or the new content, never a mix); durable also
-// survives a crash of the machine, at the price of two fsyncs.
-func replaceFile(name string, data []byte, perm os.FileMode, durable bool) error {
-	tmp := name + ".tmp" + strconv.FormatUint(tmpSeq.Add(1), 10)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
-	if err != nil {
+// the daemon sees the old or the new content, never a mix); with sync it
+// also survives a crash of the machine, at the price of two fsyncs.
+func replaceFile(name string, data []byte, perm os.FileMode, sync bool) error {
+	if err := durable.Replace(name, data, perm, sync); err != nil || !sync {
 		return err
-	}
-	_, err = f.Write(data)
-	if err == nil && durable {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, name)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if !durable {
-		return nil
 	}
 	return syncPath(filepath.Dir(name))
 }
-
-var tmpSeq atomic.Uint64
 
 // syncHook, if set (by a test), is told of each syncPath first.
 var syncHook func(path string)
@@ -94,12 +74,7 @@ func syncPath(path string) error {
 	if syncHook != nil {
 		syncHook(path)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
+	return durable.Sync(path)
 }
 
 func writeJSON(name string, v any) error {
