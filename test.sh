@@ -79,6 +79,7 @@ for t in \
 	./internal/batch:FuzzParseSpec:60000x \
 	./internal/session:FuzzLoadQueue:3000x \
 	./internal/backend:FuzzDecoders:30000x \
+	./internal/backend:FuzzOpenAIChunkAsTheSDK:30000x \
 	./internal/bench:FuzzMarkerScanner:30000x \
 	./internal/web:FuzzChat:10000x; do
 	pkg=${t%%:*} rest=${t#*:}

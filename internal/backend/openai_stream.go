@@ -31,6 +31,7 @@ type openaiChunk struct {
 	Model   string
 	Choices []openaiChoice
 	Usage   *openaiUsage
+	one     [1]openaiChoice // Choices' room for the one choice asked for
 }
 
 type openaiChoice struct {
@@ -61,17 +62,30 @@ type openaiToolDelta struct {
 }
 
 // event decodes one event's data. An event that is not a JSON object is
-// an error, as it was to the SDK; a field of another type than the API's
-// is taken as absent, as the SDK took it.
+// an error; a field of another type than the API's is taken as absent,
+// as the SDK marks it invalid (FuzzOpenAIChunkAsTheSDK). Each object is walked once,
+// its keys switched on: a Get per field would walk it again from its
+// start for each (a stream is mostly these events, one a few bytes of
+// text).
 func (d *openaiDecoder) event(data []byte) error {
+	var c openaiChunk
+	if err := parseOpenAIChunk(data, &c); err != "" {
+		return errs.E(errs.Unavailable, "backend "+d.a.name+": stream event is "+err)
+	}
+	return d.chunk(&c)
+}
+
+// parseOpenAIChunk fills in c from data, or says what data is instead
+// of a chunk.
+func parseOpenAIChunk(data []byte, c *openaiChunk) (isNot string) {
 	if !gjson.ValidBytes(data) {
-		return errs.E(errs.Unavailable, "backend "+d.a.name+": stream event is not JSON")
+		return "not JSON"
 	}
 	root := gjson.ParseBytes(data)
 	if !root.IsObject() {
-		return errs.E(errs.Unavailable, "backend "+d.a.name+": stream event is not a chunk")
+		return "not a chunk"
 	}
-	var c openaiChunk
+	c.Choices = c.one[:0]
 	root.ForEach(func(k, v gjson.Result) bool {
 		switch k.Str {
 		case "model":
@@ -87,18 +101,34 @@ func (d *openaiDecoder) event(data []byte) error {
 				}
 			}
 		case "choices":
-			v.ForEach(func(_, ch gjson.Result) bool {
-				c.Choices = append(c.Choices, openaiChoice{
-					Index:        ch.Get("index").Int(),
-					Delta:        openaiDeltaOf(ch.Get("delta")),
-					FinishReason: str(ch.Get("finish_reason")),
+			// ForEach of a value that is not an array (null) would
+			// pass that value as one element.
+			if v.IsArray() {
+				v.ForEach(func(_, ch gjson.Result) bool {
+					c.Choices = append(c.Choices, openaiChoiceOf(ch))
+					return true
 				})
-				return true
-			})
+			}
 		}
 		return true
 	})
-	return d.chunk(&c)
+	return ""
+}
+
+func openaiChoiceOf(v gjson.Result) openaiChoice {
+	var ch openaiChoice
+	v.ForEach(func(k, f gjson.Result) bool {
+		switch k.Str {
+		case "index":
+			ch.Index = f.Int()
+		case "delta":
+			ch.Delta = openaiDeltaOf(f)
+		case "finish_reason":
+			ch.FinishReason = str(f)
+		}
+		return true
+	})
+	return ch
 }
 
 func openaiDeltaOf(v gjson.Result) openaiDelta {
@@ -114,19 +144,42 @@ func openaiDeltaOf(v gjson.Result) openaiDelta {
 		case "reasoning":
 			d.Reasoning = f
 		case "tool_calls":
-			f.ForEach(func(_, tc gjson.Result) bool {
-				d.ToolCalls = append(d.ToolCalls, openaiToolDelta{
-					Index:     tc.Get("index").Int(),
-					ID:        str(tc.Get("id")),
-					Name:      str(tc.Get("function.name")),
-					Arguments: str(tc.Get("function.arguments")),
+			// "tool_calls": null, which some servers send with every
+			// piece of text, is no call.
+			if f.IsArray() {
+				f.ForEach(func(_, tc gjson.Result) bool {
+					d.ToolCalls = append(d.ToolCalls, openaiToolDeltaOf(tc))
+					return true
 				})
+			}
+		}
+		return true
+	})
+	return d
+}
+
+func openaiToolDeltaOf(v gjson.Result) openaiToolDelta {
+	var t openaiToolDelta
+	v.ForEach(func(k, f gjson.Result) bool {
+		switch k.Str {
+		case "index":
+			t.Index = f.Int()
+		case "id":
+			t.ID = str(f)
+		case "function":
+			f.ForEach(func(k, g gjson.Result) bool {
+				switch k.Str {
+				case "name":
+					t.Name = str(g)
+				case "arguments":
+					t.Arguments = str(g)
+				}
 				return true
 			})
 		}
 		return true
 	})
-	return d
+	return t
 }
 
 // str is a JSON string's value, "" for any other type.
