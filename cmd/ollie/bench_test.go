@@ -45,7 +45,7 @@ func TestBench(t *testing.T) {
 	}
 	for _, k := range []string{"floor.rt4", "9p.read", "9p.pread", "fuse.read", "floor.mkdir", "session.new", "session.clone", "floor.fork",
 		"turn", "turn.cpu", "turn.stage", "fresh.install", "fresh.startup", "fresh.turn", "mem.idle", "floor.cat", "ingest", "ingest.follow",
-		"ingest.lag", "load.20x3.p99", "load.50x1.wall", "scale.10", "scale.30", "scale.restart"} {
+		"ingest.lag", "ingest.paced.lag", "load.20x3.p99", "load.50x1.wall", "scale.10", "scale.30", "scale.restart"} {
 		if !rows[k] {
 			t.Errorf("no row %s:\n%s", k, out.String())
 		}

@@ -55,6 +55,7 @@ const (
 	promptNine  = "nine"  // execute_code of 9 stages, then the answer
 	promptPlain = "plain" // the answer, no tool
 	promptBig   = "big"   // (stream model) a 1 MiB answer
+	promptPaced = "paced" // (stream model) a 128 KiB answer, for a paced stream
 )
 
 // instantScript: every response at once, so the model costs next to
@@ -76,15 +77,20 @@ func instantScript() *llmtest.Script {
 }
 
 // IngestSize is the size of the streamed reply, in pieces of ingestChunk
-// bytes, each starting with its number: "#0000042" and padding.
+// bytes, each starting with its number: "#0000042" and padding; the
+// paced reply is pacedSize.
 const (
 	IngestSize  = 1 << 20
+	pacedSize   = 128 << 10
 	ingestChunk = 64
 )
 
-func ingestText() string {
+func ingestText() string { return numberedText(IngestSize) }
+
+// numberedText is size bytes of numbered pieces.
+func numberedText(size int) string {
 	var b strings.Builder
-	for i := 0; b.Len() < IngestSize; i++ {
+	for i := 0; b.Len() < size; i++ {
 		fmt.Fprintf(&b, "#%07d", i)
 		b.WriteString(strings.Repeat("x", ingestChunk-9))
 		b.WriteByte(' ')
@@ -96,7 +102,10 @@ func ingestText() string {
 // flushed as it is made, as a model does token by token.
 func streamScript() *llmtest.Script {
 	return &llmtest.Script{NoRecord: true, Chunk: ingestChunk,
-		Rules:   []llmtest.Rule{{If: "^" + promptBig, Then: llmtest.Turn{Text: ingestText()}}},
+		Rules: []llmtest.Rule{
+			{If: "^" + promptBig, Then: llmtest.Turn{Text: ingestText()}},
+			{If: "^" + promptPaced, Then: llmtest.Turn{Text: numberedText(pacedSize)}},
+		},
 		Default: &llmtest.Turn{Text: "done"},
 	}
 }

@@ -414,47 +414,35 @@ func (r *run) groupIngest() error {
 		}
 		stream = append(stream, t)
 		for _, withFollower := range []bool{false, true} {
-			id, err := r.main.NewSession(r.ctx, "stream")
+			t, l, err := r.streamTurn(promptBig, withFollower)
 			if err != nil {
 				return err
-			}
-			r.models.Proxy.Reset()
-			stop := make(chan struct{})
-			var seen map[int]time.Time
-			var ferr error
-			var wg sync.WaitGroup
-			if withFollower {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					seen, ferr = follow(r.ctx, r.main.Fsys, "s/"+id+"/chat", ingestPoll, stop)
-				}()
-			}
-			t, err := elapsed(func() error { return r.main.Turn(r.ctx, id, promptBig) })
-			close(stop)
-			wg.Wait()
-			if err != nil {
-				return err
-			}
-			if ferr != nil {
-				return ferr
 			}
 			if !withFollower {
 				bare = append(bare, t)
 				continue
 			}
 			followed = append(followed, t)
-			for i, at := range seen {
-				if sent, ok := r.models.Proxy.Sent(i); ok {
-					lags = append(lags, at.Sub(sent))
-				}
-			}
+			lags = append(lags, l...)
 		}
+	}
+	// The same pipeline at a pace it can keep: how far behind the model
+	// a follower is when nothing queues up in front of the daemon.
+	r.models.Proxy.SetPace(pacedEvery)
+	defer r.models.Proxy.SetPace(0)
+	var paced, pacedLags []time.Duration
+	for range r.o.Rounds {
+		t, l, err := r.streamTurn(promptPaced, true)
+		if err != nil {
+			return err
+		}
+		paced = append(paced, t)
+		pacedLags = append(pacedLags, l...)
 	}
 	rate := func(ds []time.Duration) Value {
 		return Value{float64(IngestSize) / summarize(ds).P50.Seconds(), Rate}
 	}
-	lag := summarize(lags)
+	lag, plag := summarize(lags), summarize(pacedLags)
 	r.add(
 		Row{Key: "floor.cat", What: "cat of a 1 MiB file into a file on the same disk", Val: rate(cat)},
 		Row{Key: "floor.stream", What: "the same 1 MiB reply streamed by the scripted model through the proxy to a client that only reads it", Val: rate(stream),
@@ -465,8 +453,47 @@ func (r *run) groupIngest() error {
 			Note: fmt.Sprintf("median of %d", len(followed)), Floor: "floor.cat"},
 		Row{Key: "ingest.lag", What: "follower: piece seen in chat, after it left the model, p50", Val: dur(lag.P50),
 			Note: fmt.Sprintf("p99 %s over %d pieces; polls every %v", dur(lag.P99), lag.N, ingestPoll)},
+		Row{Key: "ingest.paced.lag", What: fmt.Sprintf("the same, a %d KiB reply paced at a piece each %v or more, p50", pacedSize>>10, pacedEvery), Val: dur(plag.P50),
+			Note: fmt.Sprintf("p99 %s over %d pieces; %.2f MB/s; polls every %v", dur(plag.P99), plag.N,
+				float64(pacedSize)/summarize(paced).P50.Seconds()/1e6, ingestPoll)},
 	)
 	return nil
+}
+
+// pacedEvery is the pace of the paced reply: a piece of 64 bytes at most
+// every 100 µs, some 0.5 MB/s, a thousand times a fast model's.
+const pacedEvery = 100 * time.Microsecond
+
+// streamTurn runs a turn of a new session with the stream model, prompt
+// answered, the chat followed as tail -f does if follow is set, and
+// returns its time and, followed, how far behind the model the follower
+// saw each piece.
+func (r *run) streamTurn(prompt string, follow bool) (time.Duration, []time.Duration, error) {
+	id, err := r.main.NewSession(r.ctx, "stream")
+	if err != nil {
+		return 0, nil, err
+	}
+	r.models.Proxy.Reset()
+	stop := make(chan struct{})
+	var seen map[int]time.Time
+	var ferr error
+	var wg sync.WaitGroup
+	if follow {
+		wg.Go(func() { seen, ferr = followChat(r.ctx, r.main.Fsys, "s/"+id+"/chat", ingestPoll, stop) })
+	}
+	t, err := elapsed(func() error { return r.main.Turn(r.ctx, id, prompt) })
+	close(stop)
+	wg.Wait()
+	if err == nil {
+		err = ferr
+	}
+	var lags []time.Duration
+	for i, at := range seen {
+		if sent, ok := r.models.Proxy.Sent(i); ok {
+			lags = append(lags, at.Sub(sent))
+		}
+	}
+	return t, lags, err
 }
 
 // concurrent runs turns turns in each of n new sessions, every session at

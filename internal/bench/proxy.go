@@ -1,10 +1,12 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"ollie.dev/ollie/internal/ninep/client"
@@ -18,6 +20,7 @@ import (
 type Proxy struct {
 	ln     net.Listener
 	target string
+	pace   atomic.Int64 // SetPace's, in nanoseconds
 
 	mu   sync.Mutex
 	sent map[int]time.Time
@@ -47,6 +50,11 @@ func (p *Proxy) Reset() {
 	p.mu.Unlock()
 }
 
+// SetPace makes the proxy pass the stream one server-sent event at a
+// time, each at least d after the one before, so that the client gets it
+// at a known rate whatever the server's; 0 passes it as it comes.
+func (p *Proxy) SetPace(d time.Duration) { p.pace.Store(int64(d)) }
+
 // Sent returns when piece i passed, if it did.
 func (p *Proxy) Sent(i int) (time.Time, bool) {
 	p.mu.Lock()
@@ -70,19 +78,12 @@ func (p *Proxy) serve() {
 			defer up.Close()
 			go func() { io.Copy(up, c); up.(*net.TCPConn).CloseWrite() }()
 			var sc markerScanner
+			var next time.Time // paced: when the next event may go
 			buf := make([]byte, 64<<10)
 			for {
 				n, err := up.Read(buf)
 				if n > 0 {
-					now := time.Now()
-					p.mu.Lock()
-					sc.scan(buf[:n], func(i int) {
-						if _, ok := p.sent[i]; !ok {
-							p.sent[i] = now
-						}
-					})
-					p.mu.Unlock()
-					if _, werr := c.Write(buf[:n]); werr != nil {
+					if werr := p.forward(c, buf[:n], &sc, &next); werr != nil {
 						return
 					}
 				}
@@ -92,6 +93,37 @@ func (p *Proxy) serve() {
 			}
 		}()
 	}
+}
+
+// forward writes b to c, noting the pieces in it as sent when written:
+// at once, or, paced, an event (up to a blank line) at a time.
+func (p *Proxy) forward(c net.Conn, b []byte, sc *markerScanner, next *time.Time) error {
+	pace := time.Duration(p.pace.Load())
+	for len(b) > 0 {
+		seg := b
+		if pace > 0 {
+			if i := bytes.Index(b, []byte("\n\n")); i >= 0 {
+				seg = b[:i+2]
+			}
+			if wait := time.Until(*next); wait > 0 {
+				time.Sleep(wait)
+			}
+		}
+		now := time.Now()
+		p.mu.Lock()
+		sc.scan(seg, func(i int) {
+			if _, ok := p.sent[i]; !ok {
+				p.sent[i] = now
+			}
+		})
+		p.mu.Unlock()
+		if _, err := c.Write(seg); err != nil {
+			return err
+		}
+		*next = now.Add(pace)
+		b = b[len(seg):]
+	}
+	return nil
 }
 
 // A markerScanner finds "#" followed by seven digits in a stream of
@@ -125,11 +157,11 @@ func (s *markerScanner) scan(b []byte, found func(int)) {
 	s.carry = append(s.carry[:0], data[i:]...)
 }
 
-// follow reads the file at path through fsys as `tail -f` does, from
+// followChat reads the file at path through fsys as `tail -f` does, from
 // offset 0 until stop is closed, and notes when it first saw each
 // numbered piece. When a read finds nothing new it waits poll before the
 // next.
-func follow(ctx context.Context, fsys *client.Fsys, path string, poll time.Duration, stop <-chan struct{}) (map[int]time.Time, error) {
+func followChat(ctx context.Context, fsys *client.Fsys, path string, poll time.Duration, stop <-chan struct{}) (map[int]time.Time, error) {
 	seen := map[int]time.Time{}
 	f, err := fsys.Open(ctx, path, 0)
 	if err != nil {
