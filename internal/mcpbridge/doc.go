@@ -1,11 +1,13 @@
-// Package mcpbridge is ollie's MCP interop, kept out of the core: the
-// agent loop has one tool, execute_code, and reaches MCP servers through
-// a tool script (t/mcp) that runs `ollie mcp`, which this package
-// implements on the official Go SDK.
+// Package mcpbridge is ollie's MCP interop on the official Go SDK, kept
+// out of the core: the agent loop has one tool, execute_code, and
+// reaches MCP servers through a tool script (t/mcp) that runs the bridge,
+// ollie-mcp (`ollie mcp`), whose command line is package mcpcli. Only
+// ollie-mcp links this package and the SDK; the server lists and Target
+// are mcpconf's, which ollie reads without them.
 //
-// The client side, for `ollie mcp` and t/mcp:
+// The client side, for ollie-mcp and t/mcp:
 //
-//	all, _ := mcpbridge.LoadServers(private, public) // mcpServers lists
+//	all, _ := mcpconf.LoadServers(private, public) // mcpServers lists
 //	c, err := mcpbridge.Dial(ctx, all["fs"].Target("fs", os.Getenv))
 //	defer c.Close()
 //	tools, _ := c.Tools(ctx)
@@ -17,6 +19,5 @@
 // so a server that needs a key runs outside the sandbox and stages reach
 // it by URL. NewOllieServer is the other direction: ollie as an MCP
 // server whose tools are file operations on the tree over 9P (`ollie mcp
-// serve`). Bencher compares a call through the bridge with a plain t/
-// script. docs/mcp.md has the whole story.
+// serve`). docs/mcp.md has the whole story.
 package mcpbridge
