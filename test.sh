@@ -80,6 +80,7 @@ for t in \
 	./internal/session:FuzzLoadQueue:3000x \
 	./internal/backend:FuzzDecoders:30000x \
 	./internal/backend:FuzzOpenAIChunkAsTheSDK:30000x \
+	./internal/backend:FuzzSSEAsTheSDK:30000x \
 	./internal/bench:FuzzMarkerScanner:30000x \
 	./internal/web:FuzzChat:10000x; do
 	pkg=${t%%:*} rest=${t#*:}
