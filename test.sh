@@ -76,6 +76,9 @@ for t in \
 	./internal/valid:FuzzText:8000x \
 	./internal/redact:FuzzString:30000x \
 	./internal/agentcfg:FuzzParse:30000x \
+	./internal/config:FuzzConfig:50000x \
+	./internal/mcpconf:FuzzParseServers:30000x \
+	./internal/mountinfo:FuzzParse:20000x \
 	./internal/batch:FuzzParseSpec:60000x \
 	./internal/session:FuzzLoadQueue:3000x \
 	./internal/backend:FuzzDecoders:30000x \

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"ollie.dev/ollie/internal/config"
 	"ollie.dev/ollie/internal/mcpconf"
 )
 
@@ -67,4 +68,25 @@ func TestLoadServersFirstFileWins(t *testing.T) {
 	if _, err := mcpconf.LoadServers(public); err == nil || !strings.HasPrefix(err.Error(), public+": bad request: server list") {
 		t.Errorf("a broken list: %v", err)
 	}
+}
+
+// FuzzParseServers: a server list is refused with a reason or gives
+// servers with valid names, each reached by a command or by an http(s)
+// URL, never both.
+func FuzzParseServers(f *testing.F) {
+	f.Add([]byte(`{"mcpServers": {"fs": {"command": "npx", "args": ["-y", "x"], "env": {"K": "${V}"}}, "gh": {"type": "http", "url": "https://h/mcp", "headers": {"A": "b"}}}}`))
+	f.Add([]byte(`{"mcpServers": {"../x": {"command": "sh"}}}`))
+	f.Add([]byte(`{"mcpServers": {"a": {"type": "stdio", "url": "http://h"}}} {}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := mcpconf.ParseServers(data)
+		if err != nil {
+			return
+		}
+		for name, srv := range s {
+			if !config.ValidName(name) || (srv.Command == "") == (srv.URL == "") ||
+				srv.URL != "" && !strings.HasPrefix(srv.URL, "http://") && !strings.HasPrefix(srv.URL, "https://") {
+				t.Fatalf("accepted %q: %q %+v", data, name, srv)
+			}
+		}
+	})
 }
