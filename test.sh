@@ -73,6 +73,7 @@ for t in \
 	./internal/ninep/client:FuzzFindPin:30000x \
 	./internal/ns:FuzzMessageUTF8:30000x \
 	./internal/ns:FuzzParseKV:30000x \
+	./internal/ns:FuzzValidPrefixes:20000x \
 	./internal/valid:FuzzText:8000x \
 	./internal/redact:FuzzString:30000x \
 	./internal/agentcfg:FuzzParse:30000x \
