@@ -3,10 +3,6 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
-	"os"
-	"path/filepath"
-	"syscall"
 
 	"ollie.dev/ollie/internal/mcpconf"
 )
@@ -25,16 +21,7 @@ func init() {
 }
 
 // runMCP becomes ollie-mcp with the same arguments, as runWeb becomes
-// ollie-web: the process, its pid and its standard files stay the same.
+// ollie-web.
 func runMCP(ctx context.Context, env *Env, args []string) error {
-	exe := filepath.Join(filepath.Dir(env.Argv0), mcpconf.Program)
-	if _, err := os.Stat(exe); err != nil {
-		return fmt.Errorf("%s is not installed beside %s: build it, with ./run.sh or go build -o %s ./cmd/%s",
-			mcpconf.Program, env.Argv0, filepath.Dir(env.Argv0), mcpconf.Program)
-	}
-	argv := []string{mcpconf.Program}
-	if env.Config.File != "" {
-		argv = append(argv, "-config", env.Config.File)
-	}
-	return syscall.Exec(exe, append(argv, args...), os.Environ())
+	return become(env, mcpconf.Program, args)
 }

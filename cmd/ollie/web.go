@@ -60,21 +60,30 @@ func runWeb(ctx context.Context, env *Env, args []string) error {
 	if err := config.CheckListen(webFlags.listen); err != nil {
 		return usagef("-addr: %v", err)
 	}
-	exe := filepath.Join(filepath.Dir(env.Argv0), webName)
+	args = []string{"-addr", webFlags.listen}
+	if webFlags.daemon.addr != "" {
+		args = append(args, "-daemon", webFlags.daemon.addr)
+	}
+	if webFlags.daemon.token != "" {
+		args = append(args, "-token", webFlags.daemon.token)
+	}
+	return become(env, webName, args)
+}
+
+// become execs program, installed beside ollie, with args after the
+// configuration file ollie read: the process, its pid and its standard
+// files stay the same, only the program changes. A program that is
+// missing is an error that says how to build it.
+func become(env *Env, program string, args []string) error {
+	dir := filepath.Dir(env.Argv0)
+	exe := filepath.Join(dir, program)
 	if _, err := os.Stat(exe); err != nil {
 		return fmt.Errorf("%s is not installed beside %s: build it, with ./run.sh or go build -o %s ./cmd/%s",
-			webName, env.Argv0, filepath.Dir(env.Argv0), webName)
+			program, env.Argv0, dir, program)
 	}
-	argv := []string{webName}
+	argv := []string{program}
 	if env.Config.File != "" {
 		argv = append(argv, "-config", env.Config.File)
 	}
-	argv = append(argv, "-addr", webFlags.listen)
-	if webFlags.daemon.addr != "" {
-		argv = append(argv, "-daemon", webFlags.daemon.addr)
-	}
-	if webFlags.daemon.token != "" {
-		argv = append(argv, "-token", webFlags.daemon.token)
-	}
-	return syscall.Exec(exe, argv, os.Environ())
+	return syscall.Exec(exe, append(argv, args...), os.Environ())
 }
