@@ -63,10 +63,9 @@ type openaiToolDelta struct {
 
 // event decodes one event's data. An event that is not a JSON object is
 // an error; a field of another type than the API's is taken as absent,
-// as the SDK marks it invalid (FuzzOpenAIChunkAsTheSDK). Each object is walked once,
-// its keys switched on: a Get per field would walk it again from its
-// start for each (a stream is mostly these events, one a few bytes of
-// text).
+// as the SDK marks it invalid (FuzzOpenAIChunkAsTheSDK). A stream is
+// mostly these events, each a few bytes of text, so each object is
+// walked once (fields).
 func (d *openaiDecoder) event(data []byte) error {
 	var c openaiChunk
 	if err := parseOpenAIChunk(data, &c); err != "" {
@@ -86,8 +85,8 @@ func parseOpenAIChunk(data []byte, c *openaiChunk) (isNot string) {
 		return "not a chunk"
 	}
 	c.Choices = c.one[:0]
-	root.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
+	fields(root, func(k string, v gjson.Result) {
+		switch k {
 		case "model":
 			c.Model = str(v)
 		case "usage":
@@ -101,24 +100,16 @@ func parseOpenAIChunk(data []byte, c *openaiChunk) (isNot string) {
 				}
 			}
 		case "choices":
-			// ForEach of a value that is not an array (null) would
-			// pass that value as one element.
-			if v.IsArray() {
-				v.ForEach(func(_, ch gjson.Result) bool {
-					c.Choices = append(c.Choices, openaiChoiceOf(ch))
-					return true
-				})
-			}
+			elems(v, func(ch gjson.Result) { c.Choices = append(c.Choices, openaiChoiceOf(ch)) })
 		}
-		return true
 	})
 	return ""
 }
 
 func openaiChoiceOf(v gjson.Result) openaiChoice {
 	var ch openaiChoice
-	v.ForEach(func(k, f gjson.Result) bool {
-		switch k.Str {
+	fields(v, func(k string, f gjson.Result) {
+		switch k {
 		case "index":
 			ch.Index = f.Int()
 		case "delta":
@@ -126,15 +117,14 @@ func openaiChoiceOf(v gjson.Result) openaiChoice {
 		case "finish_reason":
 			ch.FinishReason = str(f)
 		}
-		return true
 	})
 	return ch
 }
 
 func openaiDeltaOf(v gjson.Result) openaiDelta {
 	var d openaiDelta
-	v.ForEach(func(k, f gjson.Result) bool {
-		switch k.Str {
+	fields(v, func(k string, f gjson.Result) {
+		switch k {
 		case "content":
 			d.Content = str(f)
 		case "refusal":
@@ -144,42 +134,51 @@ func openaiDeltaOf(v gjson.Result) openaiDelta {
 		case "reasoning":
 			d.Reasoning = f
 		case "tool_calls":
-			// "tool_calls": null, which some servers send with every
-			// piece of text, is no call.
-			if f.IsArray() {
-				f.ForEach(func(_, tc gjson.Result) bool {
-					d.ToolCalls = append(d.ToolCalls, openaiToolDeltaOf(tc))
-					return true
-				})
-			}
+			elems(f, func(tc gjson.Result) { d.ToolCalls = append(d.ToolCalls, openaiToolDeltaOf(tc)) })
 		}
-		return true
 	})
 	return d
 }
 
 func openaiToolDeltaOf(v gjson.Result) openaiToolDelta {
 	var t openaiToolDelta
-	v.ForEach(func(k, f gjson.Result) bool {
-		switch k.Str {
+	fields(v, func(k string, f gjson.Result) {
+		switch k {
 		case "index":
 			t.Index = f.Int()
 		case "id":
 			t.ID = str(f)
 		case "function":
-			f.ForEach(func(k, g gjson.Result) bool {
-				switch k.Str {
+			fields(f, func(k string, g gjson.Result) {
+				switch k {
 				case "name":
 					t.Name = str(g)
 				case "arguments":
 					t.Arguments = str(g)
 				}
-				return true
 			})
 		}
-		return true
 	})
 	return t
+}
+
+// fields calls f with each key and value of v, an object; nothing for
+// any other value. Each object is walked once, its keys switched on: a
+// Get per field would walk it again from its start for each.
+func fields(v gjson.Result, f func(key string, val gjson.Result)) {
+	if v.IsObject() {
+		v.ForEach(func(k, x gjson.Result) bool { f(k.Str, x); return true })
+	}
+}
+
+// elems calls f with each element of v, an array; nothing for any other
+// value. (gjson's ForEach passes any other value as one element: a
+// server's "tool_calls": null, sent with every piece of text, was once
+// taken for a call.)
+func elems(v gjson.Result, f func(gjson.Result)) {
+	if v.IsArray() {
+		v.ForEach(func(_, x gjson.Result) bool { f(x); return true })
+	}
 }
 
 // str is a JSON string's value, "" for any other type.
