@@ -321,6 +321,24 @@ func TestMCPCommandEnv(t *testing.T) {
 	}
 }
 
+// TestOllieLinksNoSDK: the daemon and every verb start without the
+// package initialisation of the SDKs ollie does not run in them. The
+// provider SDKs are the tests' oracle only (internal/backend/call.go);
+// the MCP SDK is ollie-mcp's.
+func TestOllieLinksNoSDK(t *testing.T) {
+	t.Parallel()
+	bi, err := buildinfo.ReadFile(filepath.Join(builtBinaries(t), "ollie"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range bi.Deps {
+		switch m.Path {
+		case "github.com/openai/openai-go/v3", "github.com/anthropics/anthropic-sdk-go/v2", "github.com/modelcontextprotocol/go-sdk":
+			t.Errorf("ollie links %s %s", m.Path, m.Version)
+		}
+	}
+}
+
 // TestMCPIsItsOwnProgram: the MCP SDK is linked into ollie-mcp only,
 // never into ollie (the daemon and every verb would pay for its
 // initialisation); `ollie mcp` becomes ollie-mcp, its flags and all,

@@ -197,7 +197,7 @@ func TestContractAnthropic(t *testing.T) {
 		{name: "call without arguments", turns: []llmtest.Turn{at("anthropic_tool_no_args.sse"), {Text: "ok"}}, check: ranCalls(1)},
 		{name: "cost from the table", agent: `{"model": "claude-sonnet-4-5"}`, turns: []llmtest.Turn{{Text: "ok", Usage: &llmtest.Usage{Input: 1000, Output: 100}}}, check: costFrom("table", "")},
 		{name: "reasoning setting", agent: `{"model": "claude-sonnet-4-5", "reasoning_budget": 4096, "max_tokens": 1000}`, turns: []llmtest.Turn{{Text: "ok"}}, check: func(t *testing.T, r contractRun) {
-			sentPath("thinking", `{"budget_tokens":4096,"type":"enabled"}`)(t, r)
+			sentPath("thinking", `{"type":"enabled","budget_tokens":4096}`)(t, r)
 			sentPath("max_tokens", "5096")(t, r)
 		}},
 		{name: "overloaded midway", turns: []llmtest.Turn{at("anthropic_overloaded.sse"), {Text: "ok"}}, check: func(t *testing.T, r contractRun) {

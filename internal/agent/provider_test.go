@@ -88,7 +88,7 @@ func TestReasoningVisibleAndSentBack(t *testing.T) {
 	body := string(reqs[len(reqs)-1].Body)
 	recordedBytes, _ := os.ReadFile(recorded("anthropic_tools.sse").RawFile)
 	sig := between(string(recordedBytes), `"signature_delta","signature":"`, `"`)
-	if sig == "" || !strings.Contains(body, `{"signature":"`+sig+`","thinking":"`+thought+`","type":"thinking"}`) {
+	if sig == "" || !strings.Contains(body, `{"type":"thinking","thinking":"`+thought+`","signature":"`+sig+`"}`) {
 		t.Errorf("the follow-up request does not carry the signed thinking block %q:\n%s", sig, body)
 	}
 }

@@ -58,7 +58,7 @@ func TestAnthropicStreamAsTheSDK(t *testing.T) {
 				accErr = acc.Accumulate(ev)
 			}
 			if decErr == nil {
-				decErr = d.event(&ev)
+				decErr = d.event(data, r.event)
 			}
 		}
 		if accErr != nil || decErr != nil || !d.stopped {

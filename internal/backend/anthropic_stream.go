@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 
-	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/tidwall/gjson"
+
+	"ollie.dev/ollie/internal/errs"
 )
 
 // anthropicDecoder turns Messages stream events into events. Content
@@ -28,29 +29,65 @@ type anthropicBlock struct {
 	signature     string
 }
 
-func (d *anthropicDecoder) event(ev *anthropic.MessageStreamEventUnion) error {
-	switch ev.Type {
-	case "message_start":
-		u := ev.Message.Usage
-		d.usage = Usage{Input: int(u.InputTokens), Output: int(u.OutputTokens),
-			CacheRead: int(u.CacheReadInputTokens), CacheWrite: int(u.CacheCreationInputTokens)}
-		d.a.setUsage(d.usage)
-		if ev.Message.Model != "" {
-			d.a.reply.Model = string(ev.Message.Model)
+// anthropicEvent is the part of a stream event the decoder reads.
+type anthropicEvent struct {
+	typ                               string
+	index                             int64
+	message, block, delta, usage, err gjson.Result
+}
+
+// event takes the data of one server-sent event, named name.
+func (d *anthropicDecoder) event(data, name []byte) error {
+	if string(name) == "ping" {
+		return nil
+	}
+	if !gjson.ValidBytes(data) {
+		return errs.E(errs.Unavailable, "backend "+d.a.name+": stream event is not JSON")
+	}
+	var ev anthropicEvent
+	fields(gjson.ParseBytes(data), func(k string, v gjson.Result) {
+		switch k {
+		case "type":
+			ev.typ = str(v)
+		case "index":
+			ev.index = v.Int()
+		case "message":
+			ev.message = v
+		case "content_block":
+			ev.block = v
+		case "delta":
+			ev.delta = v
+		case "usage":
+			ev.usage = v
+		case "error":
+			ev.err = v
 		}
-		return d.messageStart(ev.RawJSON())
+	})
+	if string(name) == "error" || ev.typ == "error" {
+		return classify(&APIError{Backend: d.a.name, Code: errorCode(data), Message: errorText(data)})
+	}
+	switch ev.typ {
+	case "message_start":
+		u := ev.message.Get("usage")
+		d.usage = Usage{Input: int(u.Get("input_tokens").Int()), Output: int(u.Get("output_tokens").Int()),
+			CacheRead: int(u.Get("cache_read_input_tokens").Int()), CacheWrite: int(u.Get("cache_creation_input_tokens").Int())}
+		d.a.setUsage(d.usage)
+		if m := str(ev.message.Get("model")); m != "" {
+			d.a.reply.Model = m
+		}
+		return d.messageStart(ev.message)
 	case "content_block_start":
-		return d.blockStart(ev.Index, &ev.ContentBlock)
+		return d.blockStart(ev.index, ev.block)
 	case "content_block_delta":
-		return d.delta(ev)
+		return d.delta(ev.index, ev.delta)
 	case "content_block_stop":
-		return d.blockStop(ev.Index)
+		return d.blockStop(ev.index)
 	case "message_delta":
-		d.stop = anthropicStop(string(ev.Delta.StopReason))
+		d.stop = anthropicStop(str(ev.delta.Get("stop_reason")))
 		if d.stop == StopRefused && d.a.text.Len() == 0 && d.a.refusal.Len() == 0 {
 			// A refusal may come with no content at all; the reason is in
 			// stop_details.
-			if why := gjson.Get(ev.RawJSON(), "delta.stop_details.explanation").Str; why != "" {
+			if why := str(ev.delta.Get("stop_details.explanation")); why != "" {
 				if err := d.a.addRefusal(why); err != nil {
 					return err
 				}
@@ -58,16 +95,16 @@ func (d *anthropicDecoder) event(ev *anthropic.MessageStreamEventUnion) error {
 		}
 		// The usage here is cumulative; newer servers repeat the input
 		// counts in it, older ones send only output_tokens.
-		u := ev.Usage
-		d.usage.Output = int(u.OutputTokens)
-		if u.InputTokens > 0 {
-			d.usage.Input = int(u.InputTokens)
+		u := ev.usage
+		d.usage.Output = int(u.Get("output_tokens").Int())
+		if n := u.Get("input_tokens").Int(); n > 0 {
+			d.usage.Input = int(n)
 		}
-		if u.CacheReadInputTokens > 0 {
-			d.usage.CacheRead = int(u.CacheReadInputTokens)
+		if n := u.Get("cache_read_input_tokens").Int(); n > 0 {
+			d.usage.CacheRead = int(n)
 		}
-		if u.CacheCreationInputTokens > 0 {
-			d.usage.CacheWrite = int(u.CacheCreationInputTokens)
+		if n := u.Get("cache_creation_input_tokens").Int(); n > 0 {
+			d.usage.CacheWrite = int(n)
 		}
 		d.a.setUsage(d.usage)
 	case "message_stop":
@@ -79,8 +116,7 @@ func (d *anthropicDecoder) event(ev *anthropic.MessageStreamEventUnion) error {
 // messageStart takes what a message_start may already hold: a stop
 // reason, and content blocks whole (a message continued after a server
 // tool ran, where a tool_use is given in full and no delta follows).
-func (d *anthropicDecoder) messageStart(raw string) error {
-	msg := gjson.Get(raw, "message")
+func (d *anthropicDecoder) messageStart(msg gjson.Result) error {
 	if r := msg.Get("stop_reason"); r.Type == gjson.String {
 		d.stop = anthropicStop(r.Str)
 	}
@@ -105,47 +141,60 @@ func (d *anthropicDecoder) messageStart(raw string) error {
 	return err
 }
 
-func (d *anthropicDecoder) blockStart(index int64, cb *anthropic.ContentBlockStartEventContentBlockUnion) error {
+func (d *anthropicDecoder) blockStart(index int64, cb gjson.Result) error {
 	if d.blocks == nil {
 		d.blocks = map[int64]*anthropicBlock{}
 	}
-	b := &anthropicBlock{typ: cb.Type, id: cb.ID, name: cb.Name, signature: cb.Signature}
+	b := &anthropicBlock{typ: str(cb.Get("type")), id: str(cb.Get("id")), name: str(cb.Get("name")), signature: str(cb.Get("signature"))}
 	d.blocks[index] = b
-	switch cb.Type {
+	switch b.typ {
 	case "text":
-		return d.a.addText(cb.Text)
+		return d.a.addText(str(cb.Get("text")))
 	case "tool_use":
 		// A call made by the code execution tool (programmatic tool
 		// calling) carries its whole input here and may send no deltas.
-		if raw := cb.JSON.Input.Raw(); raw != "" && raw != "null" {
-			b.start = []byte(raw)
+		if in := cb.Get("input"); in.Exists() && in.Type != gjson.Null {
+			b.start = []byte(in.Raw)
 		}
 	case "thinking":
-		b.thinking.WriteString(cb.Thinking)
-		return d.a.addThinking(cb.Thinking)
+		t := str(cb.Get("thinking"))
+		b.thinking.WriteString(t)
+		return d.a.addThinking(t)
 	case "redacted_thinking":
-		d.a.addSigned(Thinking{Redacted: cb.Data})
+		d.a.addSigned(Thinking{Redacted: str(cb.Get("data"))})
 	}
 	return nil
 }
 
-func (d *anthropicDecoder) delta(ev *anthropic.MessageStreamEventUnion) error {
-	b := d.blocks[ev.Index]
-	switch ev.Delta.Type {
+func (d *anthropicDecoder) delta(index int64, delta gjson.Result) error {
+	b := d.blocks[index]
+	var typ, text string
+	var partial gjson.Result
+	fields(delta, func(k string, v gjson.Result) {
+		switch k {
+		case "type":
+			typ = str(v)
+		case "text", "thinking", "signature":
+			text = str(v)
+		case "partial_json":
+			partial = v
+		}
+	})
+	switch typ {
 	case "text_delta":
-		return d.a.addText(ev.Delta.Text)
+		return d.a.addText(text)
 	case "thinking_delta":
 		if b != nil {
-			b.thinking.WriteString(ev.Delta.Thinking)
+			b.thinking.WriteString(text)
 		}
-		return d.a.addThinking(ev.Delta.Thinking)
+		return d.a.addThinking(text)
 	case "signature_delta":
 		if b != nil {
-			b.signature += ev.Delta.Signature
+			b.signature += text
 		}
 	case "input_json_delta":
 		if b != nil {
-			b.input = append(b.input, ev.Delta.PartialJSON...)
+			b.input = append(b.input, str(partial)...)
 		}
 	}
 	return nil

@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/anthropics/anthropic-sdk-go/v2"
-
 	"ollie.dev/ollie/internal/config"
 )
 
@@ -36,10 +34,7 @@ func FuzzDecoders(f *testing.F) {
 		for _, line := range bytes.Split(data, []byte("\n")) {
 			payload := bytes.TrimPrefix(bytes.TrimSpace(line), []byte("data:"))
 			oa.event(payload)
-			var ev anthropic.MessageStreamEventUnion
-			if json.Unmarshal(payload, &ev) == nil {
-				an.event(&ev)
-			}
+			an.event(payload, nil)
 			ol.line(la, line)
 		}
 		oa.flushCalls()
@@ -57,7 +52,17 @@ func FuzzDecoders(f *testing.F) {
 			sd.event(ev)
 		}
 		sd.flushCalls()
-		for _, a := range []*assembler{oa.a, an.a, la, sd.a} {
+		// And as the stream the Anthropic backend reads, event names too.
+		sa := anthropicDecoder{a: newAssembler(ctx, "t", req, "m", nil)}
+		asse := newSSEReader(bytes.NewReader(data))
+		for {
+			ev, err := asse.next()
+			if err != nil {
+				break
+			}
+			sa.event(ev, asse.event)
+		}
+		for _, a := range []*assembler{oa.a, an.a, la, sd.a, sa.a} {
 			r, _ := a.finish(StopEnd)
 			for _, c := range r.Message.Calls {
 				if !json.Valid(c.Args) {

@@ -1,10 +1,8 @@
 package backend
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -138,39 +136,14 @@ func (b *ollamaBackend) request(ctx context.Context, req *Request, model string)
 	return r, nil
 }
 
-// call sends a request and returns the response of status 200; any
-// other status is returned as a classified error.
+// call sends a request to the server; see base.call.
 func (b *ollamaBackend) call(ctx context.Context, method, path string, body any) (*http.Response, error) {
-	var rd io.Reader
-	if body != nil {
-		data, err := json.Marshal(body)
-		if err != nil {
-			return nil, errs.E(errs.Invalid, "backend "+b.cfg.Name, err)
-		}
-		rd = bytes.NewReader(data)
-	}
-	hr, err := http.NewRequestWithContext(ctx, method, b.url+path, rd)
-	if err != nil {
-		return nil, errs.E(errs.Invalid, "backend "+b.cfg.Name, err)
-	}
-	if body != nil {
-		hr.Header.Set("Content-Type", "application/json")
-	}
+	var hdr map[string]string
 	if b.key != "" {
 		// ollama.com and authenticating proxies take a bearer token.
-		hr.Header.Set("Authorization", "Bearer "+b.key)
+		hdr = map[string]string{"Authorization": "Bearer " + b.key}
 	}
-	resp, err := b.hc.Do(hr)
-	if err != nil {
-		return nil, transportError(b.cfg.Name, ctx, err)
-	}
-	if resp.StatusCode == http.StatusOK {
-		return resp, nil
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-	return nil, classify(&APIError{Backend: b.cfg.Name, Status: resp.StatusCode,
-		Message: errorText(raw), RetryAfter: retryAfter(resp.Header)})
+	return b.base.call(ctx, method, b.url+path, body, hdr)
 }
 
 func (b *ollamaBackend) Models(ctx context.Context) ([]Model, error) {

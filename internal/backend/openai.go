@@ -4,14 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"strings"
 
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/shared"
 	"github.com/tidwall/gjson"
 
 	"ollie.dev/ollie/internal/config"
@@ -24,8 +20,8 @@ const openaiDefaultURL = "https://api.openai.com/v1"
 // vLLM, the llama.cpp server, LM Studio, Ollama's /v1.
 type openaiBackend struct {
 	base
-	chat   openai.ChatCompletionService
-	models openai.ModelService
+	url string
+	hdr map[string]string // authorization
 	// official is set for api.openai.com, which wants max_completion_tokens
 	// where the compatible servers know max_tokens.
 	official bool
@@ -33,21 +29,11 @@ type openaiBackend struct {
 
 func newOpenAI(cfg config.Backend, key string, hc *http.Client) *openaiBackend {
 	b := &openaiBackend{base: base{cfg: cfg, hc: hc}}
-	url := b.baseURL(openaiDefaultURL)
-	// The services are built directly, not through openai.NewClient,
-	// because NewClient reads OPENAI_API_KEY, OPENAI_BASE_URL and more from
-	// the process environment; ollie's configuration is a value.
-	opts := []option.RequestOption{
-		option.WithBaseURL(url + "/"),
-		option.WithHTTPClient(hc),
-		option.WithMaxRetries(0), // the agent loop retries, visibly
-	}
+	b.url = b.baseURL(openaiDefaultURL)
 	if key != "" {
-		opts = append(opts, option.WithAPIKey(key))
+		b.hdr = map[string]string{"Authorization": "Bearer " + key}
 	}
-	b.chat = openai.NewChatCompletionService(opts...)
-	b.models = openai.NewModelService(opts...)
-	b.official = strings.Contains(url, "://api.openai.com")
+	b.official = strings.Contains(b.url, "://api.openai.com")
 	return b
 }
 
@@ -56,20 +42,13 @@ func (b *openaiBackend) Chat(ctx context.Context, req *Request, fn func(Event) e
 	if err != nil {
 		return nil, err
 	}
-	params, err := b.params(req, model)
+	body, err := b.request(req, model)
 	if err != nil {
 		return nil, err
 	}
-	// The SDK sends the request and reads an error response; the stream
-	// is read here (see openaiChunk).
-	var resp *http.Response
-	opts := append(b.reasoning(&params, req.Reasoning, model),
-		option.WithJSONSet("stream", true), option.WithResponseBodyInto(&resp))
-	if _, err := b.chat.New(ctx, params, opts...); err != nil {
-		if resp != nil && resp.Body != nil {
-			resp.Body.Close()
-		}
-		return nil, b.error(ctx, err)
+	resp, err := b.call(ctx, http.MethodPost, b.url+"/chat/completions", body, b.hdr)
+	if err != nil {
+		return nil, err
 	}
 	defer resp.Body.Close()
 	d := openaiDecoder{a: newAssembler(ctx, b.cfg.Name, req, model, fn)}
@@ -80,7 +59,7 @@ func (b *openaiBackend) Chat(ctx context.Context, req *Request, fn func(Event) e
 			break
 		}
 		if err != nil {
-			return d.a.partial(), b.error(ctx, err)
+			return d.a.partial(), transportError(b.cfg.Name, ctx, err)
 		}
 		if bytes.HasPrefix(data, []byte("[DONE]")) {
 			break
@@ -110,64 +89,106 @@ func (b *openaiBackend) Chat(ctx context.Context, req *Request, fn func(Event) e
 	return d.a.finish(openaiStop(d.finish))
 }
 
-func (b *openaiBackend) params(req *Request, model string) (openai.ChatCompletionNewParams, error) {
-	p := openai.ChatCompletionNewParams{Model: model}
-	p.StreamOptions.IncludeUsage = openai.Bool(true)
+// The chat completions request, as OpenAI documents it and the SDK sends
+// it; the compatible servers' own parameters (reasoning, thinking,
+// reasoning_content) beside it.
+type openaiRequest struct {
+	Model         string          `json:"model"`
+	Messages      []openaiMessage `json:"messages"`
+	Stream        bool            `json:"stream"`
+	StreamOptions struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	Tools               []openaiTool   `json:"tools,omitempty"`
+	Temperature         *float64       `json:"temperature,omitempty"`
+	MaxTokens           int            `json:"max_tokens,omitempty"`
+	MaxCompletionTokens int            `json:"max_completion_tokens,omitempty"`
+	ReasoningEffort     string         `json:"reasoning_effort,omitempty"`
+	Reasoning           map[string]any `json:"reasoning,omitempty"` // OpenRouter
+	Thinking            map[string]any `json:"thinking,omitempty"`  // DeepSeek
+}
+
+type openaiMessage struct {
+	Role string `json:"role"`
+	// Content is absent from an assistant message without text.
+	Content          *string          `json:"content,omitempty"`
+	ToolCalls        []openaiToolCall `json:"tool_calls,omitempty"`
+	ToolCallID       string           `json:"tool_call_id,omitempty"`
+	ReasoningContent string           `json:"reasoning_content,omitempty"` // DeepSeek
+}
+
+type openaiToolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type openaiTool struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name        string         `json:"name"`
+		Description string         `json:"description"`
+		Parameters  map[string]any `json:"parameters"`
+	} `json:"function"`
+}
+
+func (b *openaiBackend) request(req *Request, model string) (*openaiRequest, error) {
+	p := &openaiRequest{Model: model, Stream: true}
+	p.StreamOptions.IncludeUsage = true
+	text := func(role Role, s string) openaiMessage { return openaiMessage{Role: string(role), Content: &s} }
 	if req.System != "" {
-		p.Messages = append(p.Messages, openai.SystemMessage(req.System))
+		p.Messages = append(p.Messages, text(RoleSystem, req.System))
 	}
 	deepseek := b.host(openaiDefaultURL) == "api.deepseek.com"
 	for _, m := range req.Messages {
 		switch m.Role {
-		case RoleSystem:
-			p.Messages = append(p.Messages, openai.SystemMessage(m.Text))
-		case RoleUser:
-			p.Messages = append(p.Messages, openai.UserMessage(m.Text))
+		case RoleSystem, RoleUser:
+			p.Messages = append(p.Messages, text(m.Role, m.Text))
 		case RoleTool:
-			p.Messages = append(p.Messages, openai.ToolMessage(m.Text, m.CallID))
+			t := text(m.Role, m.Text)
+			t.ToolCallID = m.CallID
+			p.Messages = append(p.Messages, t)
 		case RoleAssistant:
-			var a openai.ChatCompletionAssistantMessageParam
+			a := openaiMessage{Role: string(m.Role)}
 			if m.Text != "" {
-				a.Content.OfString = openai.String(m.Text)
+				a.Content = &m.Text
 			}
 			for _, c := range m.Calls {
-				a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
-					OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
-						ID:       c.ID,
-						Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: string(normArgs(c.Args))},
-					}})
+				tc := openaiToolCall{ID: c.ID, Type: "function"}
+				tc.Function.Name, tc.Function.Arguments = c.Name, string(normArgs(c.Args))
+				a.ToolCalls = append(a.ToolCalls, tc)
 			}
 			if deepseek && len(m.Calls) > 0 {
 				// DeepSeek's thinking mode refuses a tool-use turn whose
 				// assistant messages lack their reasoning_content.
-				if r := unsignedThinking(m.Thinking); r != "" {
-					a.SetExtraFields(map[string]any{"reasoning_content": r})
-				}
+				a.ReasoningContent = unsignedThinking(m.Thinking)
 			}
-			p.Messages = append(p.Messages, openai.ChatCompletionMessageParamUnion{OfAssistant: &a})
+			p.Messages = append(p.Messages, a)
 		default:
-			return p, errs.E(errs.Invalid, "backend "+b.cfg.Name+": unknown role "+string(m.Role))
+			return nil, errs.E(errs.Invalid, "backend "+b.cfg.Name+": unknown role "+string(m.Role))
 		}
 	}
 	for _, t := range req.Tools {
 		schema, err := schemaMap(t)
 		if err != nil {
-			return p, err
+			return nil, err
 		}
-		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
-			Name: t.Name, Description: openai.String(t.Description), Parameters: schema,
-		}))
+		ot := openaiTool{Type: "function"}
+		ot.Function.Name, ot.Function.Description, ot.Function.Parameters = t.Name, t.Description, schema
+		p.Tools = append(p.Tools, ot)
 	}
-	if req.Temperature != nil {
-		p.Temperature = openai.Float(*req.Temperature)
-	}
+	p.Temperature = req.Temperature
 	if req.MaxTokens > 0 {
 		if b.official {
-			p.MaxCompletionTokens = openai.Int(int64(req.MaxTokens))
+			p.MaxCompletionTokens = req.MaxTokens
 		} else {
-			p.MaxTokens = openai.Int(int64(req.MaxTokens))
+			p.MaxTokens = req.MaxTokens
 		}
 	}
+	b.reasoning(p, req.Reasoning, model)
 	return p, nil
 }
 
@@ -175,41 +196,38 @@ func (b *openaiBackend) params(req *Request, model string) (openai.ChatCompletio
 // it: reasoning_effort for OpenAI's reasoning models (none for the
 // others) and for compatible servers (Groq, vLLM, llama.cpp ...);
 // OpenRouter's reasoning object, with max_tokens for a budget; DeepSeek's
-// thinking switch with reasoning_effort. Parameters the SDK does not
-// know go in as extra JSON.
-func (b *openaiBackend) reasoning(p *openai.ChatCompletionNewParams, r Reasoning, model string) []option.RequestOption {
+// thinking switch with reasoning_effort.
+func (b *openaiBackend) reasoning(p *openaiRequest, r Reasoning, model string) {
 	if r.IsZero() {
-		return nil
+		return
 	}
 	host := b.host(openaiDefaultURL)
 	switch {
 	case b.official:
 		if openaiReasons(model) && !r.off() {
-			p.ReasoningEffort = shared.ReasoningEffort(r.effort())
+			p.ReasoningEffort = r.effort()
 		}
 	case host == "openrouter.ai" || strings.HasSuffix(host, ".openrouter.ai"):
-		v := map[string]any{}
 		switch {
 		case r.off():
-			v["enabled"] = false
+			p.Reasoning = map[string]any{"enabled": false}
 		case r.Budget > 0:
-			v["max_tokens"] = r.Budget
+			p.Reasoning = map[string]any{"max_tokens": r.Budget}
 		default:
-			v["effort"] = r.effort()
+			p.Reasoning = map[string]any{"effort": r.effort()}
 		}
-		return []option.RequestOption{option.WithJSONSet("reasoning", v)}
 	case host == "api.deepseek.com":
 		if r.off() {
-			return []option.RequestOption{option.WithJSONSet("thinking", map[string]any{"type": "disabled"})}
+			p.Thinking = map[string]any{"type": "disabled"}
+			return
 		}
-		p.ReasoningEffort = shared.ReasoningEffort(r.effort())
-		return []option.RequestOption{option.WithJSONSet("thinking", map[string]any{"type": "enabled"})}
+		p.ReasoningEffort = r.effort()
+		p.Thinking = map[string]any{"type": "enabled"}
 	default:
 		if !r.off() {
-			p.ReasoningEffort = shared.ReasoningEffort(r.effort())
+			p.ReasoningEffort = r.effort()
 		}
 	}
-	return nil
 }
 
 // unsignedThinking joins the reasoning of a message that no provider
@@ -237,50 +255,6 @@ func schemaMap(t Tool) (map[string]any, error) {
 	return m, nil
 }
 
-// error classifies a failed stream.
-func (b *openaiBackend) error(ctx context.Context, err error) error {
-	var ae *openai.Error
-	if errors.As(err, &ae) {
-		e := &APIError{Backend: b.cfg.Name, Status: ae.StatusCode, Code: ae.Code, Message: ae.Message}
-		if e.Code == "" {
-			e.Code = ae.Type
-		}
-		if ae.Response != nil {
-			e.RetryAfter = retryAfter(ae.Response.Header)
-			if e.Message == "" && ae.Response.Body != nil {
-				// vLLM and others put the error at the top level, not
-				// under "error" where the SDK looks.
-				raw, _ := io.ReadAll(io.LimitReader(ae.Response.Body, 1<<16))
-				e.Message = errorText(raw)
-			}
-		}
-		return classify(e)
-	}
-	return transportError(b.cfg.Name, ctx, err)
-}
-
-// errorText finds the message in an error body of unknown shape.
-func errorText(raw []byte) string {
-	for _, path := range []string{"error.message", "message", "error", "detail"} {
-		if r := gjson.GetBytes(raw, path); r.Type == gjson.String {
-			return r.Str
-		}
-	}
-	return strings.TrimSpace(string(raw))
-}
-
-func firstString(r gjson.Result, paths ...string) string {
-	if r.Type == gjson.String {
-		return r.Str
-	}
-	for _, p := range paths {
-		if v := r.Get(p); v.Type == gjson.String {
-			return v.Str
-		}
-	}
-	return ""
-}
-
 func openaiStop(finish string) StopReason {
 	switch finish {
 	case "stop":
@@ -296,13 +270,20 @@ func openaiStop(finish string) StopReason {
 }
 
 func (b *openaiBackend) Models(ctx context.Context) ([]Model, error) {
-	page, err := b.models.List(ctx)
+	resp, err := b.call(ctx, http.MethodGet, b.url+"/models", nil, b.hdr)
 	if err != nil {
-		return nil, b.error(ctx, err)
+		return nil, err
 	}
-	out := make([]Model, 0, len(page.Data))
-	for _, m := range page.Data {
-		out = append(out, Model{ID: m.ID, Window: listedWindow(m.RawJSON())})
+	var list struct {
+		Data []json.RawMessage `json:"data"`
+	}
+	if err := b.decode(ctx, resp, &list); err != nil {
+		return nil, err
+	}
+	out := make([]Model, 0, len(list.Data))
+	for _, m := range list.Data {
+		raw := string(m)
+		out = append(out, Model{ID: gjson.Get(raw, "id").Str, Window: listedWindow(raw)})
 	}
 	return out, nil
 }

@@ -14,10 +14,11 @@ const maxEvent = 32 << 20
 // sseReader reads the data of server-sent events. It keeps one buffer
 // for the data of the event being read, so an event costs no allocation.
 type sseReader struct {
-	r    *bufio.Reader
-	data []byte // the current event's data, valid until the next call
-	line []byte // a line longer than the reader's buffer, in pieces
-	max  int    // bound of a line
+	r     *bufio.Reader
+	data  []byte // the current event's data, valid until the next call
+	event []byte // the current event's name, if it has one
+	line  []byte // a line longer than the reader's buffer, in pieces
+	max   int    // bound of a line
 }
 
 func newSSEReader(r io.Reader) *sseReader {
@@ -30,7 +31,7 @@ func newSSEReader(r io.Reader) *sseReader {
 // event the stream ends inside of, before its blank line, is dropped, as
 // the SDKs drop it: it may be cut.
 func (s *sseReader) next() ([]byte, error) {
-	s.data = s.data[:0]
+	s.data, s.event = s.data[:0], s.event[:0]
 	have := false
 	for {
 		line, err := s.readLine()
@@ -41,14 +42,19 @@ func (s *sseReader) next() ([]byte, error) {
 			if have {
 				return s.data, nil
 			}
+			s.event = s.event[:0] // an event without data is none
 			continue
 		}
 		name, value, _ := bytes.Cut(line, []byte(":"))
 		if len(value) > 0 && value[0] == ' ' {
 			value = value[1:]
 		}
+		if string(name) == "event" {
+			s.event = append(s.event[:0], value...)
+			continue
+		}
 		if string(name) != "data" {
-			continue // a comment, event, id or retry
+			continue // a comment, id or retry
 		}
 		if have {
 			s.data = append(s.data, '\n')
