@@ -37,8 +37,8 @@
 //
 // # Errors and retries
 //
-// A backend never retries, and the SDKs' own hidden retries are turned
-// off: the agent loop retries, with a line in the chat saying so. Every
+// A backend never retries (it builds and sends its requests itself, see
+// call.go): the agent loop retries, with a line in the chat saying so. Every
 // error has an errs.Kind for that decision:
 //
 //	IsContextOverflow(err) (kind TooLarge)  compact the history, then retry

@@ -11,9 +11,9 @@ import (
 	"ollie.dev/ollie/internal/errs"
 )
 
-// ollamaBackend speaks Ollama's native API. It is written by hand: there
-// is no Ollama SDK among ollie's dependencies (Ollama's own client
-// package drags in the whole server module), and the OpenAI-compatible
+// ollamaBackend speaks Ollama's native API. It has no SDK to check it
+// against (Ollama's own client package drags in the whole server
+// module), and it is needed beside the openai kind: the OpenAI-compatible
 // /v1 endpoint can neither set num_ctx per request nor report a model's
 // context length, so Ollama would silently cut long sessions to its small
 // default window.
