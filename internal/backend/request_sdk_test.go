@@ -316,27 +316,16 @@ func sdkAnthropicChat(t *testing.T, b *anthropicBackend, key string, hc *http.Cl
 		opts = append(opts, aoption.WithAPIKey(key), aoption.WithHeader("X-Api-Key", key))
 	}
 	client := anthropic.NewClient(opts...)
-	p := anthropic.MessageNewParams{Model: anthropic.Model(model), MaxTokens: int64(req.MaxTokens)}
-	if p.MaxTokens <= 0 {
-		p.MaxTokens = 8192
-		if info, ok := lookupModel(model); ok && info.MaxOutput > 0 {
-			p.MaxTokens = int64(info.MaxOutput)
-		}
+	// The arithmetic of max_tokens and the thinking budget is ollie's
+	// (TestReasoningRequestBytes checks it); the SDK is the oracle of how
+	// they are sent.
+	mine, err := b.request(req, model)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if r := req.Reasoning; !r.IsZero() && !r.off() && anthropicThinks(model) {
-		budget := int64(r.budget())
-		if req.MaxTokens > 0 && p.MaxTokens <= budget {
-			p.MaxTokens += budget
-		}
-		if info, ok := lookupModel(model); ok && info.MaxOutput > 0 && p.MaxTokens > int64(info.MaxOutput) {
-			p.MaxTokens = int64(info.MaxOutput)
-		}
-		if budget >= p.MaxTokens {
-			budget = max(1024, p.MaxTokens/2)
-		}
-		if budget < p.MaxTokens {
-			p.Thinking = anthropic.ThinkingConfigParamOfEnabled(budget)
-		}
+	p := anthropic.MessageNewParams{Model: anthropic.Model(model), MaxTokens: mine.MaxTokens}
+	if mine.Thinking != nil {
+		p.Thinking = anthropic.ThinkingConfigParamOfEnabled(mine.Thinking.BudgetTokens)
 	}
 	if req.System != "" {
 		p.System = []anthropic.TextBlockParam{{Text: req.System, CacheControl: anthropic.NewCacheControlEphemeralParam()}}
