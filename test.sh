@@ -85,6 +85,7 @@ for t in \
 	./internal/backend:FuzzDecoders:30000x \
 	./internal/backend:FuzzOpenAIChunkAsTheSDK:30000x \
 	./internal/backend:FuzzSSEAsTheSDK:30000x \
+	./internal/backend:FuzzAnthropicAsTheSDK:20000x \
 	./internal/bench:FuzzMarkerScanner:30000x \
 	./internal/web:FuzzChat:10000x; do
 	pkg=${t%%:*} rest=${t#*:}

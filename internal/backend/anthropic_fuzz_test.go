@@ -1,0 +1,226 @@
+package backend
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/tidwall/gjson"
+)
+
+// sdkAnthropicDecoder is the decoder ollie had while it linked the SDK,
+// reading the events the SDK decoded: the oracle of FuzzAnthropicAsTheSDK.
+// It turns Messages stream events into events. Content
+// blocks are numbered; a tool_use block's input arrives as pieces of
+// JSON and is complete at its content_block_stop. A thinking block's
+// text and signature are kept whole, to be sent back unchanged.
+type sdkAnthropicDecoder struct {
+	a       *assembler
+	blocks  map[int64]*anthropicBlock
+	usage   Usage
+	stop    StopReason
+	stopped bool // message_stop seen
+}
+
+func (d *sdkAnthropicDecoder) event(ev *anthropic.MessageStreamEventUnion) error {
+	switch ev.Type {
+	case "message_start":
+		u := ev.Message.Usage
+		d.usage = Usage{Input: int(u.InputTokens), Output: int(u.OutputTokens),
+			CacheRead: int(u.CacheReadInputTokens), CacheWrite: int(u.CacheCreationInputTokens)}
+		d.a.setUsage(d.usage)
+		if ev.Message.Model != "" {
+			d.a.reply.Model = string(ev.Message.Model)
+		}
+		return d.messageStart(ev.RawJSON())
+	case "content_block_start":
+		return d.blockStart(ev.Index, &ev.ContentBlock)
+	case "content_block_delta":
+		return d.delta(ev)
+	case "content_block_stop":
+		return d.blockStop(ev.Index)
+	case "message_delta":
+		d.stop = anthropicStop(string(ev.Delta.StopReason))
+		if d.stop == StopRefused && d.a.text.Len() == 0 && d.a.refusal.Len() == 0 {
+			// A refusal may come with no content at all; the reason is in
+			// stop_details.
+			if why := gjson.Get(ev.RawJSON(), "delta.stop_details.explanation").Str; why != "" {
+				if err := d.a.addRefusal(why); err != nil {
+					return err
+				}
+			}
+		}
+		// The usage here is cumulative; newer servers repeat the input
+		// counts in it, older ones send only output_tokens.
+		u := ev.Usage
+		d.usage.Output = int(u.OutputTokens)
+		if u.InputTokens > 0 {
+			d.usage.Input = int(u.InputTokens)
+		}
+		if u.CacheReadInputTokens > 0 {
+			d.usage.CacheRead = int(u.CacheReadInputTokens)
+		}
+		if u.CacheCreationInputTokens > 0 {
+			d.usage.CacheWrite = int(u.CacheCreationInputTokens)
+		}
+		d.a.setUsage(d.usage)
+	case "message_stop":
+		d.stopped = true
+	}
+	return nil
+}
+
+// messageStart takes what a message_start may already hold: a stop
+// reason, and content blocks whole (a message continued after a server
+// tool ran, where a tool_use is given in full and no delta follows).
+func (d *sdkAnthropicDecoder) messageStart(raw string) error {
+	msg := gjson.Get(raw, "message")
+	if r := msg.Get("stop_reason"); r.Type == gjson.String {
+		d.stop = anthropicStop(r.Str)
+	}
+	var err error
+	msg.Get("content").ForEach(func(_, b gjson.Result) bool {
+		switch b.Get("type").Str {
+		case "text":
+			err = d.a.addText(b.Get("text").Str)
+		case "tool_use":
+			in := []byte(b.Get("input").Raw)
+			err = d.a.addCall(b.Get("id").Str, b.Get("name").Str, in)
+		case "thinking":
+			if sig := b.Get("signature").Str; sig != "" {
+				d.a.addSigned(Thinking{Text: b.Get("thinking").Str, Signature: sig})
+			}
+			err = d.a.addThinking(b.Get("thinking").Str)
+		case "redacted_thinking":
+			d.a.addSigned(Thinking{Redacted: b.Get("data").Str})
+		}
+		return err == nil
+	})
+	return err
+}
+
+func (d *sdkAnthropicDecoder) blockStart(index int64, cb *anthropic.ContentBlockStartEventContentBlockUnion) error {
+	if d.blocks == nil {
+		d.blocks = map[int64]*anthropicBlock{}
+	}
+	b := &anthropicBlock{typ: cb.Type, id: cb.ID, name: cb.Name, signature: cb.Signature}
+	d.blocks[index] = b
+	switch cb.Type {
+	case "text":
+		return d.a.addText(cb.Text)
+	case "tool_use":
+		// A call made by the code execution tool (programmatic tool
+		// calling) carries its whole input here and may send no deltas.
+		if raw := cb.JSON.Input.Raw(); raw != "" && raw != "null" {
+			b.start = []byte(raw)
+		}
+	case "thinking":
+		b.thinking.WriteString(cb.Thinking)
+		return d.a.addThinking(cb.Thinking)
+	case "redacted_thinking":
+		d.a.addSigned(Thinking{Redacted: cb.Data})
+	}
+	return nil
+}
+
+func (d *sdkAnthropicDecoder) delta(ev *anthropic.MessageStreamEventUnion) error {
+	b := d.blocks[ev.Index]
+	switch ev.Delta.Type {
+	case "text_delta":
+		return d.a.addText(ev.Delta.Text)
+	case "thinking_delta":
+		if b != nil {
+			b.thinking.WriteString(ev.Delta.Thinking)
+		}
+		return d.a.addThinking(ev.Delta.Thinking)
+	case "signature_delta":
+		if b != nil {
+			b.signature += ev.Delta.Signature
+		}
+	case "input_json_delta":
+		if b != nil {
+			b.input = append(b.input, ev.Delta.PartialJSON...)
+		}
+	}
+	return nil
+}
+
+func (d *sdkAnthropicDecoder) blockStop(index int64) error {
+	b := d.blocks[index]
+	if b == nil {
+		return nil
+	}
+	delete(d.blocks, index)
+	switch b.typ {
+	case "tool_use":
+		return d.a.addCall(b.id, b.name, mergeInput(b.start, b.input))
+	case "thinking":
+		// Only a signed block can go back; the API signs every one.
+		if b.signature != "" {
+			d.a.addSigned(Thinking{Text: b.thinking.String(), Signature: b.signature})
+		}
+	}
+	return nil
+}
+
+// FuzzAnthropicAsTheSDK: any sequence of events (one per line) makes the
+// same reply, or the same failure, read by ollie's decoder as read by the
+// one that took the events the SDK decoded. Events the SDK cannot decode
+// end its stream; the input ends there for both.
+func FuzzAnthropicAsTheSDK(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "anthropic_*.sse"))
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		var events [][]byte
+		r := newSSEReader(bytes.NewReader(b))
+		for {
+			data, err := r.next()
+			if err != nil {
+				break
+			}
+			events = append(events, append([]byte(nil), data...))
+		}
+		f.Add(bytes.Join(events, []byte("\n")))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ctx := context.Background()
+		req := &Request{Messages: []Message{{Role: RoleUser, Text: "x"}}}
+		ours := anthropicDecoder{a: newAssembler(ctx, "a", req, "m", nil)}
+		sdk := sdkAnthropicDecoder{a: newAssembler(ctx, "a", req, "m", nil)}
+		var oursErr, sdkErr error
+		for _, line := range bytes.Split(data, []byte("\n")) {
+			var ev anthropic.MessageStreamEventUnion
+			if ev.UnmarshalJSON(line) != nil || ev.Type == "error" {
+				return // the SDK's stream ends in an error here; ollie's replay tests check those
+			}
+			if ev.Type == "ping" {
+				continue
+			}
+			if !gjson.ValidBytes(line) {
+				return
+			}
+			oursErr = ours.event(line, nil)
+			sdkErr = sdk.event(&ev)
+			if (oursErr == nil) != (sdkErr == nil) {
+				t.Fatalf("event %s: ollie's error %v, the SDK's %v", line, oursErr, sdkErr)
+			}
+			if oursErr != nil {
+				return
+			}
+		}
+		if ours.stopped != sdk.stopped || ours.stop != sdk.stop || ours.usage != sdk.usage {
+			t.Fatalf("ollie stopped %v (%v, %+v), the SDK %v (%v, %+v)", ours.stopped, ours.stop, ours.usage, sdk.stopped, sdk.stop, sdk.usage)
+		}
+		a, b := ours.a.partial(), sdk.a.partial()
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("ollie's reply %+v\nthe SDK's %+v", a, b)
+		}
+	})
+}
