@@ -203,7 +203,13 @@ func FuzzAnthropicAsTheSDK(f *testing.F) {
 			if ev.Type == "ping" {
 				continue
 			}
-			if !gjson.ValidBytes(line) {
+			if !gjson.ValidBytes(line) || duplicateKeys(gjson.ParseBytes(line)) || !wellTyped(gjson.ParseBytes(line)) {
+				// Which of two equal keys counts, JSON does not say, and the
+				// SDK takes the first "type" but the last of the others;
+				// ollie takes the last of each, as encoding/json does. And
+				// a field of another type than the API's the SDK coerces
+				// (an object for a model name becomes its JSON text), where
+				// ollie takes it for absent.
 				return
 			}
 			oursErr = ours.event(line, nil)
@@ -223,4 +229,67 @@ func FuzzAnthropicAsTheSDK(f *testing.F) {
 			t.Fatalf("ollie's reply %+v\nthe SDK's %+v", a, b)
 		}
 	})
+}
+
+// duplicateKeys says whether an object in v has a key twice.
+func duplicateKeys(v gjson.Result) bool {
+	dup := false
+	if v.IsObject() {
+		seen := map[string]bool{}
+		v.ForEach(func(k, x gjson.Result) bool {
+			dup = seen[k.Str] || duplicateKeys(x)
+			seen[k.Str] = true
+			return !dup
+		})
+	} else if v.IsArray() {
+		v.ForEach(func(_, x gjson.Result) bool {
+			dup = duplicateKeys(x)
+			return !dup
+		})
+	}
+	return dup
+}
+
+// TestAnthropicDuplicateKeys: of two equal keys in an event, the last
+// counts, as in encoding/json (the input FuzzAnthropicAsTheSDK found).
+func TestAnthropicDuplicateKeys(t *testing.T) {
+	req := &Request{Messages: []Message{{Role: RoleUser, Text: "x"}}}
+	d := anthropicDecoder{a: newAssembler(context.Background(), "a", req, "m", nil)}
+	ev := []byte(`{"type":"message_start","type":"message_delta","delta":{"stop_reason":"refusal"},"usage":{"output_tokens":4}}`)
+	if !duplicateKeys(gjson.ParseBytes(ev)) {
+		t.Fatal("duplicateKeys missed the two types")
+	}
+	if err := d.event(ev, nil); err != nil || d.stop != StopRefused || d.usage.Output != 4 {
+		t.Errorf("stop %q, usage %+v, %v: want the message_delta read", d.stop, d.usage, err)
+	}
+}
+
+// wellTyped says whether every field the decoders read of an event has
+// the API's type: strings, integers, objects.
+func wellTyped(ev gjson.Result) bool {
+	is := func(v gjson.Result, t gjson.Type) bool { return !v.Exists() || v.Type == t || v.Type == gjson.Null }
+	integer := func(v gjson.Result) bool {
+		return !v.Exists() || v.Type == gjson.Null || v.Type == gjson.Number && v.Num == float64(int64(v.Num)) && v.Num < 1<<53 && v.Num > -(1<<53)
+	}
+	obj := func(v gjson.Result) bool { return !v.Exists() || v.Type == gjson.Null || v.IsObject() }
+	counts := func(u gjson.Result) bool {
+		return obj(u) && integer(u.Get("input_tokens")) && integer(u.Get("output_tokens")) &&
+			integer(u.Get("cache_read_input_tokens")) && integer(u.Get("cache_creation_input_tokens"))
+	}
+	strs := func(v gjson.Result, keys ...string) bool {
+		for _, k := range keys {
+			if !is(v.Get(k), gjson.String) {
+				return false
+			}
+		}
+		return true
+	}
+	m, cb, d := ev.Get("message"), ev.Get("content_block"), ev.Get("delta")
+	return is(ev.Get("type"), gjson.String) && integer(ev.Get("index")) &&
+		obj(m) && strs(m, "model", "stop_reason") && counts(m.Get("usage")) &&
+		(!m.Get("content").Exists() || m.Get("content").IsArray()) &&
+		obj(cb) && strs(cb, "type", "id", "name", "signature", "text", "thinking", "data") &&
+		obj(d) && strs(d, "type", "text", "thinking", "signature", "partial_json", "stop_reason") &&
+		obj(d.Get("stop_details")) && strs(d.Get("stop_details"), "explanation") &&
+		counts(ev.Get("usage"))
 }
