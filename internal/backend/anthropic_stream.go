@@ -31,9 +31,9 @@ type anthropicBlock struct {
 
 // anthropicEvent is the part of a stream event the decoder reads.
 type anthropicEvent struct {
-	typ                               string
-	index                             int64
-	message, block, delta, usage, err gjson.Result
+	typ                          string
+	index                        int64
+	message, block, delta, usage gjson.Result
 }
 
 // event takes the data of one server-sent event, named name.
@@ -59,8 +59,6 @@ func (d *anthropicDecoder) event(data, name []byte) error {
 			ev.delta = v
 		case "usage":
 			ev.usage = v
-		case "error":
-			ev.err = v
 		}
 	})
 	if string(name) == "error" || ev.typ == "error" {
@@ -68,9 +66,7 @@ func (d *anthropicDecoder) event(data, name []byte) error {
 	}
 	switch ev.typ {
 	case "message_start":
-		u := ev.message.Get("usage")
-		d.usage = Usage{Input: int(u.Get("input_tokens").Int()), Output: int(u.Get("output_tokens").Int()),
-			CacheRead: int(u.Get("cache_read_input_tokens").Int()), CacheWrite: int(u.Get("cache_creation_input_tokens").Int())}
+		d.usage = anthropicUsage(ev.message.Get("usage"))
 		d.a.setUsage(d.usage)
 		if m := str(ev.message.Get("model")); m != "" {
 			d.a.reply.Model = m
@@ -83,34 +79,58 @@ func (d *anthropicDecoder) event(data, name []byte) error {
 	case "content_block_stop":
 		return d.blockStop(ev.index)
 	case "message_delta":
-		d.stop = anthropicStop(str(ev.delta.Get("stop_reason")))
-		if d.stop == StopRefused && d.a.text.Len() == 0 && d.a.refusal.Len() == 0 {
-			// A refusal may come with no content at all; the reason is in
-			// stop_details.
-			if why := str(ev.delta.Get("stop_details.explanation")); why != "" {
-				if err := d.a.addRefusal(why); err != nil {
-					return err
-				}
-			}
-		}
-		// The usage here is cumulative; newer servers repeat the input
-		// counts in it, older ones send only output_tokens.
-		u := ev.usage
-		d.usage.Output = int(u.Get("output_tokens").Int())
-		if n := u.Get("input_tokens").Int(); n > 0 {
-			d.usage.Input = int(n)
-		}
-		if n := u.Get("cache_read_input_tokens").Int(); n > 0 {
-			d.usage.CacheRead = int(n)
-		}
-		if n := u.Get("cache_creation_input_tokens").Int(); n > 0 {
-			d.usage.CacheWrite = int(n)
-		}
-		d.a.setUsage(d.usage)
+		return d.messageDelta(ev.delta, ev.usage)
 	case "message_stop":
 		d.stopped = true
 	}
 	return nil
+}
+
+// messageDelta takes the stop reason and the usage so far.
+func (d *anthropicDecoder) messageDelta(delta, usage gjson.Result) error {
+	d.stop = anthropicStop(str(delta.Get("stop_reason")))
+	if d.stop == StopRefused && d.a.text.Len() == 0 && d.a.refusal.Len() == 0 {
+		// A refusal may come with no content at all; the reason is in
+		// stop_details.
+		if why := str(delta.Get("stop_details.explanation")); why != "" {
+			if err := d.a.addRefusal(why); err != nil {
+				return err
+			}
+		}
+	}
+	// The usage here is cumulative; newer servers repeat the input
+	// counts in it, older ones send only output_tokens.
+	u := anthropicUsage(usage)
+	d.usage.Output = u.Output
+	if u.Input > 0 {
+		d.usage.Input = u.Input
+	}
+	if u.CacheRead > 0 {
+		d.usage.CacheRead = u.CacheRead
+	}
+	if u.CacheWrite > 0 {
+		d.usage.CacheWrite = u.CacheWrite
+	}
+	d.a.setUsage(d.usage)
+	return nil
+}
+
+// anthropicUsage reads a usage object.
+func anthropicUsage(v gjson.Result) Usage {
+	var u Usage
+	fields(v, func(k string, n gjson.Result) {
+		switch k {
+		case "input_tokens":
+			u.Input = int(n.Int())
+		case "output_tokens":
+			u.Output = int(n.Int())
+		case "cache_read_input_tokens":
+			u.CacheRead = int(n.Int())
+		case "cache_creation_input_tokens":
+			u.CacheWrite = int(n.Int())
+		}
+	})
+	return u
 }
 
 // messageStart takes what a message_start may already hold: a stop
