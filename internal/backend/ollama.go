@@ -151,14 +151,13 @@ func (b *ollamaBackend) Models(ctx context.Context) ([]Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
 	var tags struct {
 		Models []struct {
 			Name string `json:"name"`
 		} `json:"models"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&tags); err != nil {
-		return nil, transportError(b.cfg.Name, ctx, err)
+	if err := b.decode(ctx, resp, &tags); err != nil {
+		return nil, err
 	}
 	out := make([]Model, 0, len(tags.Models))
 	for _, m := range tags.Models {
@@ -176,13 +175,12 @@ func (b *ollamaBackend) ContextWindow(ctx context.Context, model string) (int, e
 		if err != nil {
 			return 0, err
 		}
-		defer resp.Body.Close()
 		var show struct {
 			Parameters string                     `json:"parameters"`
 			ModelInfo  map[string]json.RawMessage `json:"model_info"`
 		}
-		if err := json.NewDecoder(resp.Body).Decode(&show); err != nil {
-			return 0, transportError(b.cfg.Name, ctx, err)
+		if err := b.decode(ctx, resp, &show); err != nil {
+			return 0, err
 		}
 		for _, line := range strings.Split(show.Parameters, "\n") {
 			if f := strings.Fields(line); len(f) == 2 && f[0] == "num_ctx" {
