@@ -14,16 +14,11 @@ import (
 
 // sdkAnthropicDecoder is the decoder ollie had while it linked the SDK,
 // reading the events the SDK decoded: the oracle of FuzzAnthropicAsTheSDK.
-// It turns Messages stream events into events. Content
-// blocks are numbered; a tool_use block's input arrives as pieces of
-// JSON and is complete at its content_block_stop. A thinking block's
-// text and signature are kept whole, to be sent back unchanged.
+// What it read of the SDK's types is here; what it read of the raw JSON
+// even then (a message given whole in message_start) and what it did at
+// a block's end are ollie's decoder's own, which it embeds.
 type sdkAnthropicDecoder struct {
-	a       *assembler
-	blocks  map[int64]*anthropicBlock
-	usage   Usage
-	stop    StopReason
-	stopped bool // message_stop seen
+	anthropicDecoder
 }
 
 func (d *sdkAnthropicDecoder) event(ev *anthropic.MessageStreamEventUnion) error {
@@ -36,7 +31,7 @@ func (d *sdkAnthropicDecoder) event(ev *anthropic.MessageStreamEventUnion) error
 		if ev.Message.Model != "" {
 			d.a.reply.Model = string(ev.Message.Model)
 		}
-		return d.messageStart(ev.RawJSON())
+		return d.messageStart(gjson.Get(ev.RawJSON(), "message"))
 	case "content_block_start":
 		return d.blockStart(ev.Index, &ev.ContentBlock)
 	case "content_block_delta":
@@ -72,35 +67,6 @@ func (d *sdkAnthropicDecoder) event(ev *anthropic.MessageStreamEventUnion) error
 		d.stopped = true
 	}
 	return nil
-}
-
-// messageStart takes what a message_start may already hold: a stop
-// reason, and content blocks whole (a message continued after a server
-// tool ran, where a tool_use is given in full and no delta follows).
-func (d *sdkAnthropicDecoder) messageStart(raw string) error {
-	msg := gjson.Get(raw, "message")
-	if r := msg.Get("stop_reason"); r.Type == gjson.String {
-		d.stop = anthropicStop(r.Str)
-	}
-	var err error
-	msg.Get("content").ForEach(func(_, b gjson.Result) bool {
-		switch b.Get("type").Str {
-		case "text":
-			err = d.a.addText(b.Get("text").Str)
-		case "tool_use":
-			in := []byte(b.Get("input").Raw)
-			err = d.a.addCall(b.Get("id").Str, b.Get("name").Str, in)
-		case "thinking":
-			if sig := b.Get("signature").Str; sig != "" {
-				d.a.addSigned(Thinking{Text: b.Get("thinking").Str, Signature: sig})
-			}
-			err = d.a.addThinking(b.Get("thinking").Str)
-		case "redacted_thinking":
-			d.a.addSigned(Thinking{Redacted: b.Get("data").Str})
-		}
-		return err == nil
-	})
-	return err
 }
 
 func (d *sdkAnthropicDecoder) blockStart(index int64, cb *anthropic.ContentBlockStartEventContentBlockUnion) error {
@@ -149,24 +115,6 @@ func (d *sdkAnthropicDecoder) delta(ev *anthropic.MessageStreamEventUnion) error
 	return nil
 }
 
-func (d *sdkAnthropicDecoder) blockStop(index int64) error {
-	b := d.blocks[index]
-	if b == nil {
-		return nil
-	}
-	delete(d.blocks, index)
-	switch b.typ {
-	case "tool_use":
-		return d.a.addCall(b.id, b.name, mergeInput(b.start, b.input))
-	case "thinking":
-		// Only a signed block can go back; the API signs every one.
-		if b.signature != "" {
-			d.a.addSigned(Thinking{Text: b.thinking.String(), Signature: b.signature})
-		}
-	}
-	return nil
-}
-
 // FuzzAnthropicAsTheSDK: any sequence of events (one per line) makes the
 // same reply, or the same failure, read by ollie's decoder as read by the
 // one that took the events the SDK decoded. Events the SDK cannot decode
@@ -193,7 +141,7 @@ func FuzzAnthropicAsTheSDK(f *testing.F) {
 		ctx := context.Background()
 		req := &Request{Messages: []Message{{Role: RoleUser, Text: "x"}}}
 		ours := anthropicDecoder{a: newAssembler(ctx, "a", req, "m", nil)}
-		sdk := sdkAnthropicDecoder{a: newAssembler(ctx, "a", req, "m", nil)}
+		sdk := sdkAnthropicDecoder{anthropicDecoder{a: newAssembler(ctx, "a", req, "m", nil)}}
 		var oursErr, sdkErr error
 		for _, line := range bytes.Split(data, []byte("\n")) {
 			var ev anthropic.MessageStreamEventUnion

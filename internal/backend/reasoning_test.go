@@ -2,9 +2,7 @@ package backend_test
 
 import (
 	"context"
-	"net"
 	"net/http"
-	"net/url"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -23,15 +21,7 @@ import (
 // own base URL (https://openrouter.ai written as http) maps its
 // reasoning setting as for that provider, and the server records the
 // bytes.
-func hostedAt(srv *llmtest.Server) *http.Client {
-	u, _ := url.Parse(srv.URL)
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.Proxy = nil
-	t.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, network, u.Host)
-	}
-	return &http.Client{Transport: t}
-}
+func hostedAt(srv *llmtest.Server) *http.Client { return backend.HostedAt(srv.URL) }
 
 // TestReasoningRequestBytes checks, in the bytes each provider is sent,
 // how the reasoning setting maps onto it, and that a model the table

@@ -7,7 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
+	neturl "net/url"
 	"reflect"
 	"strings"
 	"sync"
@@ -40,7 +40,7 @@ type recorder struct {
 
 type recorded struct {
 	method, path string
-	query        url.Values
+	query        neturl.Values
 	header       http.Header
 	body         any
 }
@@ -80,8 +80,12 @@ func (rec *recorder) last(t *testing.T) recorded {
 // client sends every request, whatever its host, to the recorder, so that
 // a backend configured with a provider's URL builds that provider's
 // request.
-func (rec *recorder) client() *http.Client {
-	u, _ := url.Parse(rec.URL)
+func (rec *recorder) client() *http.Client { return HostedAt(rec.URL) }
+
+// HostedAt returns an HTTP client that sends every request, whatever its
+// host, to the server at url (for the tests of package backend_test too).
+func HostedAt(url string) *http.Client {
+	u, _ := neturl.Parse(url)
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.Proxy = nil
 	t.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
@@ -179,12 +183,18 @@ func sdkOpenAIChat(t *testing.T, b *openaiBackend, key string, hc *http.Client, 
 	if key != "" {
 		opts = append(opts, option.WithAPIKey(key))
 	}
+	// Which reasoning parameters a server is sent is ollie's
+	// (TestReasoningRequestBytes checks each with its bytes); the SDK is
+	// the oracle of how they are sent.
+	mine, err := b.request(req, model)
+	if err != nil {
+		t.Fatal(err)
+	}
 	p := openai.ChatCompletionNewParams{Model: model}
 	p.StreamOptions.IncludeUsage = openai.Bool(true)
 	if req.System != "" {
 		p.Messages = append(p.Messages, openai.SystemMessage(req.System))
 	}
-	deepseek := b.host(openaiDefaultURL) == "api.deepseek.com"
 	for _, m := range req.Messages {
 		switch m.Role {
 		case RoleUser:
@@ -201,10 +211,8 @@ func sdkOpenAIChat(t *testing.T, b *openaiBackend, key string, hc *http.Client, 
 					OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{ID: c.ID,
 						Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: string(normArgs(c.Args))}}})
 			}
-			if deepseek && len(m.Calls) > 0 {
-				if r := unsignedThinking(m.Thinking); r != "" {
-					a.SetExtraFields(map[string]any{"reasoning_content": r})
-				}
+			if r := mine.Messages[len(p.Messages)].ReasoningContent; r != "" {
+				a.SetExtraFields(map[string]any{"reasoning_content": r})
 			}
 			p.Messages = append(p.Messages, openai.ChatCompletionMessageParamUnion{OfAssistant: &a})
 		}
@@ -223,35 +231,12 @@ func sdkOpenAIChat(t *testing.T, b *openaiBackend, key string, hc *http.Client, 
 		p.MaxTokens = openai.Int(int64(req.MaxTokens))
 	}
 	opts = append(opts, option.WithJSONSet("stream", true))
-	r, host := req.Reasoning, b.host(openaiDefaultURL)
-	switch {
-	case r.IsZero():
-	case b.official:
-		if openaiReasons(model) && !r.off() {
-			p.ReasoningEffort = shared.ReasoningEffort(r.effort())
-		}
-	case strings.HasSuffix(host, "openrouter.ai"):
-		v := map[string]any{}
-		switch {
-		case r.off():
-			v["enabled"] = false
-		case r.Budget > 0:
-			v["max_tokens"] = r.Budget
-		default:
-			v["effort"] = r.effort()
-		}
-		opts = append(opts, option.WithJSONSet("reasoning", v))
-	case host == "api.deepseek.com":
-		if r.off() {
-			opts = append(opts, option.WithJSONSet("thinking", map[string]any{"type": "disabled"}))
-			break
-		}
-		p.ReasoningEffort = shared.ReasoningEffort(r.effort())
-		opts = append(opts, option.WithJSONSet("thinking", map[string]any{"type": "enabled"}))
-	default:
-		if !r.off() {
-			p.ReasoningEffort = shared.ReasoningEffort(r.effort())
-		}
+	p.ReasoningEffort = shared.ReasoningEffort(mine.ReasoningEffort)
+	if mine.Reasoning != nil {
+		opts = append(opts, option.WithJSONSet("reasoning", mine.Reasoning))
+	}
+	if mine.Thinking != nil {
+		opts = append(opts, option.WithJSONSet("thinking", mine.Thinking))
 	}
 	var resp *http.Response
 	opts = append(opts, option.WithResponseBodyInto(&resp))
