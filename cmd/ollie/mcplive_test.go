@@ -73,6 +73,22 @@ func startLiveExe(t *testing.T, script *llmtest.Script, exe string) *liveDaemon 
 	return d
 }
 
+// wantGraphs checks that the model was sent n tool results, each the
+// memory server's graph with the entity "ollie" and its observation obs,
+// and no error.
+func (d *liveDaemon) wantGraphs(t *testing.T, n int, obs string) {
+	t.Helper()
+	results := toolResults(d.llm.Requests())
+	if len(results) != n {
+		t.Fatalf("%d tool results, want %d: %q", len(results), n, results)
+	}
+	for i, r := range results {
+		if !strings.Contains(r, `"ollie"`) || !strings.Contains(r, obs) || strings.Contains(r, "error") {
+			t.Errorf("call %d: %s", i+1, r)
+		}
+	}
+}
+
 // session makes a session called name whose stages run this test
 // binary as ollie, or sets the env of the one there is, and runs one
 // prompt to its end.
@@ -187,15 +203,7 @@ done`
 	}}
 	d := startLive(t, script)
 	d.session(t, "alpha")
-	results := toolResults(d.llm.Requests())
-	if len(results) != 3 {
-		t.Fatalf("%d tool results, want 3: %q", len(results), results)
-	}
-	for i, r := range results {
-		if !strings.Contains(r, `"ollie"`) || !strings.Contains(r, "keeps its servers") || strings.Contains(r, "error") {
-			t.Errorf("call %d: %s", i+1, r)
-		}
-	}
+	d.wantGraphs(t, 3, "keeps its servers")
 	srv := d.servers()
 	if len(srv) != 1 {
 		t.Fatalf("servers started: %v, want one for alpha", srv)
@@ -217,7 +225,7 @@ done`
 	}
 
 	d.session(t, "beta")
-	results = toolResults(d.llm.Requests())[3:]
+	results := toolResults(d.llm.Requests())[3:]
 	if len(results) != 2 {
 		t.Fatalf("beta: %d tool results, want 2: %q", len(results), results)
 	}
@@ -323,15 +331,7 @@ func TestMCPLiveBuiltBinaries(t *testing.T) {
 	}}
 	d := startLiveExe(t, script, filepath.Join(bin, "ollie"))
 	d.session(t, "alpha")
-	results := toolResults(d.llm.Requests())
-	if len(results) != 2 {
-		t.Fatalf("%d tool results, want 2: %q", len(results), results)
-	}
-	for i, r := range results {
-		if !strings.Contains(r, `"ollie"`) || !strings.Contains(r, "runs its bridge") || strings.Contains(r, "error") {
-			t.Errorf("call %d: %s", i+1, r)
-		}
-	}
+	d.wantGraphs(t, 2, "runs its bridge")
 	srv := d.servers()
 	if len(srv) != 1 {
 		t.Fatalf("servers started: %v, want one", srv)
