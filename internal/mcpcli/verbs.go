@@ -201,11 +201,7 @@ func mcpTools(ctx context.Context, c *cli, sc *mcpbridge.Conn, _ []string) error
 			return err
 		}
 	}
-	if c.Text {
-		_, err := c.stdout.Write(idx)
-		return err
-	}
-	return printJSON(c.stdout, map[string]any{"tools": orEmpty(tools)})
+	return c.output(func() string { return string(idx) }, map[string]any{"tools": orEmpty(tools)})
 }
 
 func mcpSchema(ctx context.Context, c *cli, sc *mcpbridge.Conn, args []string) error {
@@ -230,11 +226,7 @@ func mcpCall(ctx context.Context, c *cli, sc *mcpbridge.Conn, args []string) err
 	if err != nil {
 		return err
 	}
-	if c.Text {
-		_, err := io.WriteString(c.stdout, mcpbridge.CallText(res))
-		return err
-	}
-	return printJSON(c.stdout, res)
+	return c.output(func() string { return mcpbridge.CallText(res) }, res)
 }
 
 func mcpResources(ctx context.Context, c *cli, sc *mcpbridge.Conn, _ []string) error {
@@ -242,11 +234,7 @@ func mcpResources(ctx context.Context, c *cli, sc *mcpbridge.Conn, _ []string) e
 	if err != nil {
 		return err
 	}
-	if c.Text {
-		_, err := io.WriteString(c.stdout, mcpbridge.ResourcesText(rs, ts))
-		return err
-	}
-	return printJSON(c.stdout, map[string]any{"resources": orEmpty(rs), "resourceTemplates": orEmpty(ts)})
+	return c.output(func() string { return mcpbridge.ResourcesText(rs, ts) }, map[string]any{"resources": orEmpty(rs), "resourceTemplates": orEmpty(ts)})
 }
 
 func mcpRead(ctx context.Context, c *cli, sc *mcpbridge.Conn, args []string) error {
@@ -254,11 +242,7 @@ func mcpRead(ctx context.Context, c *cli, sc *mcpbridge.Conn, args []string) err
 	if err != nil {
 		return err
 	}
-	if c.Text {
-		_, err := io.WriteString(c.stdout, mcpbridge.ReadText(r))
-		return err
-	}
-	return printJSON(c.stdout, r)
+	return c.output(func() string { return mcpbridge.ReadText(r) }, r)
 }
 
 func mcpPrompts(ctx context.Context, c *cli, sc *mcpbridge.Conn, _ []string) error {
@@ -266,11 +250,7 @@ func mcpPrompts(ctx context.Context, c *cli, sc *mcpbridge.Conn, _ []string) err
 	if err != nil {
 		return err
 	}
-	if c.Text {
-		_, err := io.WriteString(c.stdout, mcpbridge.PromptsText(ps))
-		return err
-	}
-	return printJSON(c.stdout, map[string]any{"prompts": orEmpty(ps)})
+	return c.output(func() string { return mcpbridge.PromptsText(ps) }, map[string]any{"prompts": orEmpty(ps)})
 }
 
 func mcpPrompt(ctx context.Context, c *cli, sc *mcpbridge.Conn, args []string) error {
@@ -288,11 +268,7 @@ func mcpPrompt(ctx context.Context, c *cli, sc *mcpbridge.Conn, args []string) e
 	if err != nil {
 		return err
 	}
-	if c.Text {
-		_, err := io.WriteString(c.stdout, mcpbridge.PromptText(r))
-		return err
-	}
-	return printJSON(c.stdout, r)
+	return c.output(func() string { return mcpbridge.PromptText(r) }, r)
 }
 
 // jsonArg is the arguments object: the argument if given, else standard
@@ -319,11 +295,7 @@ func (c *cli) listServers(args []string) error {
 	if err != nil {
 		return err
 	}
-	if c.Text {
-		_, err := io.WriteString(c.stdout, mcpconf.ServersText(all))
-		return err
-	}
-	return printJSON(c.stdout, map[string]any{"mcpServers": all.Redacted()})
+	return c.output(func() string { return mcpconf.ServersText(all) }, map[string]any{"mcpServers": all.Redacted()})
 }
 
 // orEmpty makes a list that is nil print as [] rather than null.
@@ -332,6 +304,15 @@ func orEmpty[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// output writes a verb's answer: text() with -text, else v as JSON.
+func (c *cli) output(text func() string, v any) error {
+	if c.Text {
+		_, err := io.WriteString(c.stdout, text())
+		return err
+	}
+	return printJSON(c.stdout, v)
 }
 
 func printJSON(w io.Writer, v any) error {
