@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"ollie.dev/ollie/internal/durable"
 	"ollie.dev/ollie/internal/ninep/secretfile"
 )
 
@@ -139,10 +140,5 @@ func writeNew(path string, data []byte) error {
 	if err := os.Link(tmp.Name(), path); err != nil {
 		return err
 	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return durable.Sync(dir)
 }
