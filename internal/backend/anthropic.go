@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"net/url"
 
@@ -45,29 +44,8 @@ func (b *anthropicBackend) Chat(ctx context.Context, req *Request, fn func(Event
 	if err != nil {
 		return nil, err
 	}
-	resp, err := b.call(ctx, http.MethodPost, b.url+"/v1/messages", body, b.hdr)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	d := anthropicDecoder{a: newAssembler(ctx, b.cfg.Name, req, model, fn)}
-	sse := newSSEReader(resp.Body)
-	for {
-		data, err := sse.next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return d.a.partial(), transportError(b.cfg.Name, ctx, err)
-		}
-		if err := d.event(data, sse.event); err != nil {
-			return d.a.partial(), err
-		}
-	}
-	if !d.stopped {
-		return d.a.partial(), streamCut(b.cfg.Name)
-	}
-	return d.a.finish(d.stop)
+	d := &anthropicDecoder{a: newAssembler(ctx, b.cfg.Name, req, model, fn)}
+	return b.stream(ctx, b.url+"/v1/messages", body, b.hdr, d)
 }
 
 // The Messages request, as Anthropic documents it and the SDK sends it.

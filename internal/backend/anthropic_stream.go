@@ -36,6 +36,23 @@ type anthropicEvent struct {
 	message, block, delta, usage gjson.Result
 }
 
+// next takes one event of the stream (streamDecoder). The stream goes
+// on to its end after message_stop, as the SDK reads it.
+func (d *anthropicDecoder) next(data, name []byte, _ bool) (bool, error) {
+	return false, d.event(data, name)
+}
+
+// end is the reply once the stream ended: an error if it ended before
+// message_stop.
+func (d *anthropicDecoder) end() (*Reply, error) {
+	if !d.stopped {
+		return d.a.partial(), streamCut(d.a.name)
+	}
+	return d.a.finish(d.stop)
+}
+
+func (d *anthropicDecoder) partial() *Reply { return d.a.partial() }
+
 // event takes the data of one server-sent event, named name.
 func (d *anthropicDecoder) event(data, name []byte) error {
 	if string(name) == "ping" {

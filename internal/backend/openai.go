@@ -1,10 +1,8 @@
 package backend
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 
@@ -46,47 +44,8 @@ func (b *openaiBackend) Chat(ctx context.Context, req *Request, fn func(Event) e
 	if err != nil {
 		return nil, err
 	}
-	resp, err := b.call(ctx, http.MethodPost, b.url+"/chat/completions", body, b.hdr)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	d := openaiDecoder{a: newAssembler(ctx, b.cfg.Name, req, model, fn)}
-	sse := newSSEReader(resp.Body)
-	for {
-		data, err := sse.next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return d.a.partial(), transportError(b.cfg.Name, ctx, err)
-		}
-		if bytes.HasPrefix(data, []byte("[DONE]")) {
-			break
-		}
-		if bytes.Contains(data, []byte(`"error"`)) {
-			if r := gjson.GetBytes(data, "error"); r.Exists() {
-				return d.a.partial(), classify(&APIError{Backend: b.cfg.Name, Code: firstString(r, "code", "type"), Message: firstString(r, "message")})
-			}
-		}
-		// Text that arrived while the last piece was passed on goes on
-		// as one piece (see assembler.batch).
-		d.a.batch = sse.more()
-		if err := d.event(data); err != nil {
-			return d.a.partial(), err
-		}
-	}
-	d.a.batch = false
-	if err := d.a.flush(); err != nil {
-		return d.a.partial(), err
-	}
-	if d.finish == "" {
-		return d.a.partial(), streamCut(b.cfg.Name)
-	}
-	if err := d.flushCalls(); err != nil {
-		return d.a.partial(), err
-	}
-	return d.a.finish(openaiStop(d.finish))
+	d := &openaiDecoder{a: newAssembler(ctx, b.cfg.Name, req, model, fn)}
+	return b.stream(ctx, b.url+"/chat/completions", body, b.hdr, d)
 }
 
 // The chat completions request, as OpenAI documents it and the SDK sends

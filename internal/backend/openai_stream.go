@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"bytes"
 	"strconv"
 
 	"github.com/tidwall/gjson"
@@ -60,6 +61,42 @@ type openaiToolDelta struct {
 	ID              string
 	Name, Arguments string // under function
 }
+
+// next takes one event of the stream (streamDecoder): [DONE] ends it,
+// and an object with an error in it is that error (a server that fails
+// after it answered 200 says so in the stream). Text that arrived while
+// the last piece was passed on goes on as one piece (assembler.batch).
+func (d *openaiDecoder) next(data, _ []byte, more bool) (bool, error) {
+	if bytes.HasPrefix(data, []byte("[DONE]")) {
+		return true, nil
+	}
+	if bytes.Contains(data, []byte(`"error"`)) {
+		if r := gjson.GetBytes(data, "error"); r.Exists() {
+			return false, classify(&APIError{Backend: d.a.name, Code: firstString(r, "code", "type"), Message: firstString(r, "message")})
+		}
+	}
+	d.a.batch = more
+	return false, d.event(data)
+}
+
+// end is the reply once the stream ended: the text held back for a
+// batch goes out, then the calls, whole; a stream that ended before a
+// finish_reason is an error.
+func (d *openaiDecoder) end() (*Reply, error) {
+	d.a.batch = false
+	if err := d.a.flush(); err != nil {
+		return d.a.partial(), err
+	}
+	if d.finish == "" {
+		return d.a.partial(), streamCut(d.a.name)
+	}
+	if err := d.flushCalls(); err != nil {
+		return d.a.partial(), err
+	}
+	return d.a.finish(openaiStop(d.finish))
+}
+
+func (d *openaiDecoder) partial() *Reply { return d.a.partial() }
 
 // event decodes one event's data. An event that is not a JSON object is
 // an error; a field of another type than the API's is taken as absent,

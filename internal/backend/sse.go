@@ -3,8 +3,10 @@ package backend
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"io"
+	"net/http"
 	"strconv"
 )
 
@@ -101,3 +103,49 @@ func (s *sseReader) moreLine() bool {
 	b, _ := s.r.Peek(s.r.Buffered())
 	return bytes.IndexByte(b, '\n') >= 0
 }
+
+// A streamDecoder reads the server-sent events of one streamed reply
+// (base.stream): the OpenAI and the Anthropic decoders.
+type streamDecoder interface {
+	// next takes the data of one event, its name (empty if it has
+	// none), and whether more events are already read behind it; done
+	// says it was the stream's last.
+	next(data, name []byte, more bool) (done bool, err error)
+	// end returns the reply once the stream has ended.
+	end() (*Reply, error)
+	// partial is what arrived of the reply so far.
+	partial() *Reply
+}
+
+// stream posts body, as JSON, to url and reads the answer's events into d, to the
+// end of the stream or the event d says is its last.
+func (b *base) stream(ctx context.Context, url string, body any, hdr map[string]string, d streamDecoder) (*Reply, error) {
+	resp, err := b.call(ctx, http.MethodPost, url, body, hdr)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	sse := newSSEReader(resp.Body)
+	for {
+		data, err := sse.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return d.partial(), transportError(b.cfg.Name, ctx, err)
+		}
+		done, err := d.next(data, sse.event, sse.more())
+		if err != nil {
+			return d.partial(), err
+		}
+		if done {
+			break
+		}
+	}
+	return d.end()
+}
+
+var (
+	_ streamDecoder = (*openaiDecoder)(nil)
+	_ streamDecoder = (*anthropicDecoder)(nil)
+)
