@@ -45,7 +45,13 @@ func startProfiles(cpu, mem, block, mutex string) (func(), error) {
 		}
 		stops = append(stops, func() { pprof.StopCPUProfile(); f.Close() })
 	}
-	if mem != "" {
+	if mem == "" {
+		// Nothing will read the heap's samples: take none. Each keeps
+		// its call stack for the life of the process, in a table the
+		// first sample allocates: 0.6 MB of the daemon's memory after
+		// the bench's 480 turns, 0.2 to 0.4 MB idle.
+		runtime.MemProfileRate = 0
+	} else {
 		f, err := os.Create(mem)
 		if err != nil {
 			for _, s := range stops {

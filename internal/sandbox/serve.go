@@ -133,6 +133,7 @@ func serve(args []string, refuse error) int {
 	// ends on it leaves it wedged, confined, instead of ending it.
 	runtime.LockOSThread()
 	debug.SetGCPercent(residentGCPercent)
+	runtime.MemProfileRate = 0 // nothing reads its heap's samples (cmd/ollie/profile.go)
 	// Nothing the daemon left open reaches a program, this socket
 	// included: the program gets its stdio and script, nothing else.
 	unix.CloseRange(serveFD, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
