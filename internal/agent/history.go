@@ -50,7 +50,7 @@ func (r *Runner) history(t *session.Turn) ([]backend.Message, error) {
 	if c != nil && c.ino == ino && c.size <= fi.Size() {
 		base, from = c.msgs, c.size
 	}
-	more, err := decodeFrom(f, from, len(base))
+	more, err := decodeFrom(f, from, fi.Size()-from, len(base))
 	if err != nil {
 		return nil, err
 	}
@@ -82,13 +82,18 @@ func (r *Runner) forget(id string) {
 	r.mu.Unlock()
 }
 
-func decodeFrom(f *os.File, off int64, n0 int) ([]backend.Message, error) {
+// decodeFrom decodes the messages of f from offset off, where size bytes
+// were when f was looked at (a buffer's worth; more is read if there is
+// more); n0 messages come before them, for errors.
+func decodeFrom(f *os.File, off, size int64, n0 int) ([]backend.Message, error) {
 	if _, err := f.Seek(off, io.SeekStart); err != nil {
 		return nil, err
 	}
 	var out []backend.Message
 	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	// Usually what a turn adds is one prompt: a buffer of that size,
+	// not of the longest line there may be (the Scanner grows it).
+	sc.Buffer(make([]byte, min(max(size+1, 512), 64<<10)), 64<<20)
 	for sc.Scan() {
 		line := bytes.TrimSpace(sc.Bytes())
 		if len(line) == 0 {
