@@ -117,8 +117,8 @@ type streamDecoder interface {
 	partial() *Reply
 }
 
-// stream posts body, as JSON, to url and reads the answer's events into d, to the
-// end of the stream or the event d says is its last.
+// stream posts body, as JSON, to url and reads the answer's events into
+// d, to the end of the stream or the event d says is its last.
 func (b *base) stream(ctx context.Context, url string, body any, hdr map[string]string, d streamDecoder) (*Reply, error) {
 	resp, err := b.call(ctx, http.MethodPost, url, body, hdr)
 	if err != nil {
