@@ -47,6 +47,10 @@ func startDaemonExe(t *testing.T, exe string, env []string, sock string) *daemon
 	t.Cleanup(func() {
 		d.cmd.Process.Kill()
 		d.cmd.Wait()
+		if t.Failed() { // what the daemon said, for a failure seen once in CI
+			b, _ := os.ReadFile(d.log)
+			t.Logf("daemon log:\n%s", b)
+		}
 		for _, e := range env {
 			if h, ok := strings.CutPrefix(e, "HOME="); ok {
 				testutil.UnmountUnder(h) // the killed daemon's tmp quotas
