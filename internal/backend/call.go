@@ -21,7 +21,7 @@ import (
 // TestAnthropicStreamAsTheSDK). They are not linked into ollie, for a
 // measured reason: their package initialisation alone took 3.3 ms and
 // 0.4 MB of every start of every ollie process (the daemon and each CLI
-// verb), of 5.3 ms in all, and made the binary 54.5 MB instead of ~25
+// verb), of 5.3 ms in all, and made the binary 54.5 MB instead of 16.9
 // (docs/bench.md, ninth session).
 
 // call sends a request with a JSON body (none if body is nil) and
