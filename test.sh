@@ -84,6 +84,7 @@ for t in \
 	./internal/session:FuzzLoadQueue:3000x \
 	./internal/backend:FuzzDecoders:30000x \
 	./internal/backend:FuzzOpenAIChunkAsTheSDK:30000x \
+	./internal/backend:FuzzOpenAIChunkWalk:30000x \
 	./internal/backend:FuzzSSEAsTheSDK:30000x \
 	./internal/backend:FuzzAnthropicAsTheSDK:20000x \
 	./internal/bench:FuzzMarkerScanner:30000x \

@@ -79,3 +79,26 @@ func BenchmarkRawHTTP(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkChatBurst decodes a 1 MiB reply of the OpenAI wire format in
+// 64-byte pieces (16,384 events), made ahead and written at once by the
+// scripted server: the backend's own pace on a fast stream, in process.
+// `ollie bench`'s ingest.burst is the same reply into a real daemon.
+func BenchmarkChatBurst(b *testing.B) {
+	text := strings.Repeat(strings.Repeat("x", 63)+" ", 1<<20/64)
+	raw, err := llmtest.Render("openai", llmtest.Turn{Text: text}, 64, "m")
+	if err != nil {
+		b.Fatal(err)
+	}
+	be, _ := newPair(b, config.KindOpenAI, &llmtest.Script{Turns: []llmtest.Turn{{Raw: string(raw)}}, Loop: true, NoRecord: true})
+	req := &backend.Request{Messages: []backend.Message{{Role: backend.RoleUser, Text: "big"}}}
+	fn := func(backend.Event) error { return nil }
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		r, err := be.Chat(context.Background(), req, fn)
+		if err != nil || len(r.Message.Text) != len(text) {
+			b.Fatalf("%v, %d bytes", err, len(r.Message.Text))
+		}
+	}
+}

@@ -26,8 +26,8 @@ type openaiCall struct {
 
 // openaiChunk is what ollie reads of a chat.completion.chunk. The SDK's
 // own decoding of a chunk costs many times what the text it carries
-// does; this one is one pass of gjson over the event, after a check that
-// it is JSON, filling in just these fields.
+// does; this one is one pass over the event (jsonWalk), which checks
+// that it is JSON and fills in just these fields.
 type openaiChunk struct {
 	Model   string
 	Choices []openaiChoice
@@ -101,8 +101,8 @@ func (d *openaiDecoder) partial() *Reply { return d.a.partial() }
 // event decodes one event's data. An event that is not a JSON object is
 // an error; a field of another type than the API's is taken as absent,
 // as the SDK marks it invalid (FuzzOpenAIChunkAsTheSDK). A stream is
-// mostly these events, each a few bytes of text, so each object is
-// walked once (fields).
+// mostly these events, each a few bytes of text, so each is read in
+// one pass.
 func (d *openaiDecoder) event(data []byte) error {
 	var c openaiChunk
 	if err := parseOpenAIChunk(data, &c); err != "" {
@@ -112,22 +112,23 @@ func (d *openaiDecoder) event(data []byte) error {
 }
 
 // parseOpenAIChunk fills in c from data, or says what data is instead
-// of a chunk.
+// of a chunk (then c is to be dropped). One pass over data (jsonWalk).
 func parseOpenAIChunk(data []byte, c *openaiChunk) (isNot string) {
-	if !gjson.ValidBytes(data) {
-		return "not JSON"
-	}
-	root := gjson.ParseBytes(data)
-	if !root.IsObject() {
+	w := jsonWalk{b: data}
+	if w.peek() != '{' {
+		w.skip()
+		if !w.end() {
+			return "not JSON"
+		}
 		return "not a chunk"
 	}
 	c.Choices = c.one[:0]
-	fields(root, func(k string, v gjson.Result) {
-		switch k {
+	w.object(func(k []byte) {
+		switch string(k) {
 		case "model":
-			c.Model = str(v)
+			c.Model = w.str()
 		case "usage":
-			if v.IsObject() {
+			if v := w.result(); v.IsObject() {
 				c.Usage = &openaiUsage{
 					PromptTokens:     v.Get("prompt_tokens").Int(),
 					CompletionTokens: v.Get("completion_tokens").Int(),
@@ -137,61 +138,64 @@ func parseOpenAIChunk(data []byte, c *openaiChunk) (isNot string) {
 				}
 			}
 		case "choices":
-			elems(v, func(ch gjson.Result) { c.Choices = append(c.Choices, openaiChoiceOf(ch)) })
+			w.array(func() { c.Choices = append(c.Choices, openaiChoiceOf(&w)) })
 		}
 	})
+	if !w.end() {
+		return "not JSON"
+	}
 	return ""
 }
 
-func openaiChoiceOf(v gjson.Result) openaiChoice {
+func openaiChoiceOf(w *jsonWalk) openaiChoice {
 	var ch openaiChoice
-	fields(v, func(k string, f gjson.Result) {
-		switch k {
+	w.object(func(k []byte) {
+		switch string(k) {
 		case "index":
-			ch.Index = f.Int()
+			ch.Index = w.int()
 		case "delta":
-			ch.Delta = openaiDeltaOf(f)
+			ch.Delta = openaiDeltaOf(w)
 		case "finish_reason":
-			ch.FinishReason = str(f)
+			ch.FinishReason = w.str()
 		}
 	})
 	return ch
 }
 
-func openaiDeltaOf(v gjson.Result) openaiDelta {
+func openaiDeltaOf(w *jsonWalk) openaiDelta {
 	var d openaiDelta
-	fields(v, func(k string, f gjson.Result) {
-		switch k {
+	w.object(func(k []byte) {
+		switch string(k) {
 		case "content":
-			d.Content = str(f)
+			d.Content = w.str()
 		case "refusal":
-			d.Refusal = str(f)
+			d.Refusal = w.str()
 		case "reasoning_content":
-			d.ReasoningContent = f
+			d.ReasoningContent = w.result()
 		case "reasoning":
-			d.Reasoning = f
+			d.Reasoning = w.result()
 		case "tool_calls":
-			elems(f, func(tc gjson.Result) { d.ToolCalls = append(d.ToolCalls, openaiToolDeltaOf(tc)) })
+			w.array(func() { d.ToolCalls = append(d.ToolCalls, openaiToolDeltaOf(w)) })
 		}
 	})
 	return d
 }
 
-func openaiToolDeltaOf(v gjson.Result) openaiToolDelta {
+func openaiToolDeltaOf(w *jsonWalk) openaiToolDelta {
 	var t openaiToolDelta
-	fields(v, func(k string, f gjson.Result) {
-		switch k {
+	w.object(func(k []byte) {
+		switch string(k) {
 		case "index":
-			t.Index = f.Int()
+			t.Index = w.int()
 		case "id":
-			t.ID = str(f)
+			t.ID = w.str()
 		case "function":
-			fields(f, func(k string, g gjson.Result) {
-				switch k {
+			w.object(func(k []byte) {
+				switch string(k) {
 				case "name":
-					t.Name = str(g)
+					t.Name = w.str()
 				case "arguments":
-					t.Arguments = str(g)
+					t.Arguments = w.str()
 				}
 			})
 		}

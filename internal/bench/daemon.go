@@ -56,6 +56,7 @@ const (
 	promptPlain = "plain" // the answer, no tool
 	promptBig   = "big"   // (stream model) a 1 MiB answer
 	promptPaced = "paced" // (stream model) a 128 KiB answer, for a paced stream
+	promptBurst = "burst" // (stream model) the 1 MiB answer, made ahead and written at once
 )
 
 // instantScript: every response at once, so the model costs next to
@@ -105,13 +106,26 @@ func streamScript() *llmtest.Script {
 		Rules: []llmtest.Rule{
 			{If: "^" + promptBig, Then: llmtest.Turn{Text: ingestText()}},
 			{If: "^" + promptPaced, Then: llmtest.Turn{Text: numberedText(pacedSize)}},
+			{If: "^" + promptBurst, Then: llmtest.Turn{RawFile: burstFile}},
 		},
 		Default: &llmtest.Turn{Text: "done"},
 	}
 }
 
+// burstFile holds the streaming model's answer to promptBurst, beside
+// its script: the big reply's stream, made once by llmtest.Render, so
+// that the model writes it as fast as the socket takes it.
+const burstFile = "burst.sse"
+
 // startModels starts the two scripted servers (`ollie llmserver`).
 func startModels(exe, dir string, env []string) (*Models, error) {
+	burst, err := llmtest.Render("openai", llmtest.Turn{Text: ingestText()}, ingestChunk, "bench")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, burstFile), burst, 0600); err != nil {
+		return nil, err
+	}
 	m := &Models{}
 	start := func(name string, sc *llmtest.Script) (*Proc, string, error) {
 		path := filepath.Join(dir, name+".json")
@@ -133,7 +147,6 @@ func startModels(exe, dir string, env []string) (*Models, error) {
 		}
 		return p, url, nil
 	}
-	var err error
 	if m.Instant, m.InstantURL, err = start("llm-instant", instantScript()); err != nil {
 		return nil, err
 	}

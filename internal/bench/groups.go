@@ -401,7 +401,7 @@ func (r *run) groupIngest() error {
 	if err := os.WriteFile(src, []byte(ingestText()), 0600); err != nil {
 		return err
 	}
-	var bare, followed, cat, stream []time.Duration
+	var bare, followed, cat, stream, burst, burstFloor []time.Duration
 	var lags []time.Duration
 	for range r.o.Rounds {
 		t, err := elapsed(CatFile(src, dst))
@@ -409,10 +409,19 @@ func (r *run) groupIngest() error {
 			return err
 		}
 		cat = append(cat, t)
-		if t, err = elapsed(func() error { return streamFloor(r.ctx, "http://"+r.models.Proxy.Addr()+"/v1") }); err != nil {
+		base := "http://" + r.models.Proxy.Addr() + "/v1"
+		if t, err = elapsed(func() error { return streamFloor(r.ctx, base, promptBig) }); err != nil {
 			return err
 		}
 		stream = append(stream, t)
+		if t, err = elapsed(func() error { return streamFloor(r.ctx, base, promptBurst) }); err != nil {
+			return err
+		}
+		burstFloor = append(burstFloor, t)
+		if t, _, err = r.streamTurn(promptBurst, false); err != nil {
+			return err
+		}
+		burst = append(burst, t)
 		for _, withFollower := range []bool{false, true} {
 			t, l, err := r.streamTurn(promptBig, withFollower)
 			if err != nil {
@@ -449,6 +458,10 @@ func (r *run) groupIngest() error {
 			Note: fmt.Sprintf("median of %d; what ingest can reach with this model and proxy", len(stream))},
 		Row{Key: "ingest", What: "ingest of a 1 MiB reply streamed in 64 B pieces, prompt to reply", Val: rate(bare),
 			Note: fmt.Sprintf("median of %d; %.2f× floor.stream's time", len(bare), summarize(bare).P50.Seconds()/summarize(stream).P50.Seconds()), Floor: "floor.cat"},
+		Row{Key: "floor.burst", What: "the same reply written by the scripted model at once, through the proxy to a client that only reads it", Val: rate(burstFloor),
+			Note: fmt.Sprintf("median of %d", len(burstFloor))},
+		Row{Key: "ingest.burst", What: "ingest of the same reply written by the model at once: the daemon's own pace", Val: rate(burst),
+			Note: fmt.Sprintf("median of %d; %.2f× floor.burst's time", len(burst), summarize(burst).P50.Seconds()/summarize(burstFloor).P50.Seconds()), Floor: "floor.cat"},
 		Row{Key: "ingest.follow", What: "the same, with a follower reading chat over 9P as tail -f does", Val: rate(followed),
 			Note: fmt.Sprintf("median of %d", len(followed)), Floor: "floor.cat"},
 		Row{Key: "ingest.lag", What: "follower: piece seen in chat, after it left the model, p50", Val: dur(lag.P50),
@@ -474,6 +487,8 @@ func (r *run) streamTurn(prompt string, follow bool) (time.Duration, []time.Dura
 		return 0, nil, err
 	}
 	r.models.Proxy.Reset()
+	r.models.Proxy.SetMarking(follow)
+	defer r.models.Proxy.SetMarking(false)
 	stop := make(chan struct{})
 	var seen map[int]time.Time
 	var ferr error
@@ -688,10 +703,10 @@ func (r *run) groupScale() error {
 }
 
 // streamFloor asks the streaming model at base (an OpenAI /v1 URL) for the
-// 1 MiB reply, as the daemon does, and reads the response to its end
+// 1 MiB reply (prompt promptBig or promptBurst), as the daemon does, and reads the response to its end
 // without decoding it: the floor of any ingest through this model.
-func streamFloor(ctx context.Context, base string) error {
-	body := `{"model":"bench","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"` + promptBig + `"}]}`
+func streamFloor(ctx context.Context, base, prompt string) error {
+	body := `{"model":"bench","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"` + prompt + `"}]}`
 	req, err := http.NewRequestWithContext(ctx, "POST", base+"/chat/completions", strings.NewReader(body))
 	if err != nil {
 		return err

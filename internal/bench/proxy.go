@@ -21,6 +21,7 @@ type Proxy struct {
 	ln     net.Listener
 	target string
 	pace   atomic.Int64 // SetPace's, in nanoseconds
+	mark   atomic.Bool  // SetMarking's
 
 	mu   sync.Mutex
 	sent map[int]time.Time
@@ -54,6 +55,10 @@ func (p *Proxy) Reset() {
 // time, each at least d after the one before, so that the client gets it
 // at a known rate whatever the server's; 0 passes it as it comes.
 func (p *Proxy) SetPace(d time.Duration) { p.pace.Store(int64(d)) }
+
+// SetMarking makes the proxy note when each piece passes (Sent), which
+// costs a look at each byte; without it the proxy only forwards.
+func (p *Proxy) SetMarking(on bool) { p.mark.Store(on) }
 
 // Sent returns when piece i passed, if it did.
 func (p *Proxy) Sent(i int) (time.Time, bool) {
@@ -95,10 +100,15 @@ func (p *Proxy) serve() {
 	}
 }
 
-// forward writes b to c, noting the pieces in it as sent when written:
-// at once, or, paced, an event (up to a blank line) at a time.
+// forward writes b to c, noting the pieces in it as sent when written
+// (if marking): at once, or, paced, an event (up to a blank line) at a
+// time.
 func (p *Proxy) forward(c net.Conn, b []byte, sc *markerScanner, next *time.Time) error {
 	pace := time.Duration(p.pace.Load())
+	if pace == 0 && !p.mark.Load() {
+		_, err := c.Write(b)
+		return err
+	}
 	for len(b) > 0 {
 		seg := b
 		if pace > 0 {
@@ -110,13 +120,15 @@ func (p *Proxy) forward(c net.Conn, b []byte, sc *markerScanner, next *time.Time
 			}
 		}
 		now := time.Now()
-		p.mu.Lock()
-		sc.scan(seg, func(i int) {
-			if _, ok := p.sent[i]; !ok {
-				p.sent[i] = now
-			}
-		})
-		p.mu.Unlock()
+		if p.mark.Load() {
+			p.mu.Lock()
+			sc.scan(seg, func(i int) {
+				if _, ok := p.sent[i]; !ok {
+					p.sent[i] = now
+				}
+			})
+			p.mu.Unlock()
+		}
 		if _, err := c.Write(seg); err != nil {
 			return err
 		}

@@ -196,15 +196,16 @@ func (t *Turn) check() error {
 }
 
 // raw returns the recorded bytes a turn replays, if any.
-func (s *Script) raw(t *Turn) ([]byte, error) {
+func (s *Script) raw(t *Turn) (string, error) {
 	if t.RawFile == "" {
-		return []byte(t.Raw), nil
+		return t.Raw, nil // not copied: a long stream is sent as it is
 	}
 	f := t.RawFile
 	if !filepath.IsAbs(f) && s.dir != "" {
 		f = filepath.Join(s.dir, f)
 	}
-	return os.ReadFile(f)
+	b, err := os.ReadFile(f)
+	return string(b), err
 }
 
 // expand fills a rule's template: {{last}} and {{N}} submatches. In JSON

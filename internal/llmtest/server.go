@@ -203,7 +203,7 @@ func (s *Server) replay(w http.ResponseWriter, d *dialect, t *Turn) {
 	}
 	w.Header().Set("Content-Type", ctype)
 	w.WriteHeader(status)
-	w.Write(raw)
+	io.WriteString(w, raw)
 }
 
 // pick chooses the turn for a chat request and returns it with the

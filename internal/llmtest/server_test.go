@@ -43,10 +43,10 @@ func send(t *testing.T, method, url, body string, header ...string) (int, []byte
 	return resp.StatusCode, b, err
 }
 
-var chatPaths = []struct{ api, path, body string }{
-	{"openai", "/v1/chat/completions", `{"model":"gpt-x","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`},
-	{"anthropic", "/v1/messages", `{"model":"claude-x","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"hi"}]}`},
-	{"ollama", "/api/chat", `{"model":"llama-x","messages":[{"role":"user","content":"hi"}],"options":{"num_ctx":4096}}`},
+var chatPaths = []struct{ api, path, body, model string }{
+	{"openai", "/v1/chat/completions", `{"model":"gpt-x","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`, "gpt-x"},
+	{"anthropic", "/v1/messages", `{"model":"claude-x","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"hi"}]}`, "claude-x"},
+	{"ollama", "/api/chat", `{"model":"llama-x","messages":[{"role":"user","content":"hi"}],"options":{"num_ctx":4096}}`, "llama-x"},
 }
 
 var goldenTurn = llmtest.Turn{
@@ -60,7 +60,7 @@ var goldenTurn = llmtest.Turn{
 }
 
 // TestGolden pins each API's generated stream byte for byte, and checks
-// that instant mode sends the same bytes without pauses. Read the golden
+// that instant mode sends the same bytes without pauses, and Render too. Read the golden
 // files against the APIs' documentation when they change (go test
 // -update rewrites them).
 func TestGolden(t *testing.T) {
@@ -77,6 +77,13 @@ func TestGolden(t *testing.T) {
 			}
 			if !bytes.Equal(got[0], got[1]) {
 				t.Errorf("instant mode sent other bytes:\n%s\nvs\n%s", got[1], got[0])
+			}
+			rendered, err := llmtest.Render(c.api, goldenTurn, 5, c.model)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(rendered, got[0]) {
+				t.Errorf("Render made other bytes:\n%s\nvs\n%s", rendered, got[0])
 			}
 			file := filepath.Join("testdata", "golden_"+c.api+".txt")
 			if *update {

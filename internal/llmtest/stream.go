@@ -2,6 +2,7 @@ package llmtest
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 )
@@ -97,3 +98,29 @@ func (st *stream) flush() {
 
 // end writes what is buffered.
 func (st *stream) end() { st.flush() }
+
+// Render returns the stream the server sends for t to a streaming
+// request for model in api ("openai", "anthropic" or "ollama"), with its
+// text in pieces of chunk characters (0: 4) and usage asked for. Served
+// as a Raw turn, it is the same stream written at once, without the
+// server's cost of making each event: what a benchmark needs to measure
+// how fast a client takes a stream in.
+func Render(api string, t Turn, chunk int, model string) ([]byte, error) {
+	var d *dialect
+	switch api {
+	case "openai":
+		d = openaiDialect
+	case "anthropic":
+		d = anthropicDialect
+	case "ollama":
+		d = ollamaDialect
+	default:
+		return nil, fmt.Errorf("llmtest: no API %q (openai, anthropic or ollama)", api)
+	}
+	if chunk <= 0 {
+		chunk = 4
+	}
+	st := &stream{ctx: context.Background(), d: d, instant: true, chunk: chunk}
+	d.render(st, &t, &Request{API: api, Model: model, Stream: true, IncludeUsage: true}, 1)
+	return st.buf, nil
+}

@@ -1,0 +1,345 @@
+package backend
+
+import (
+	"bytes"
+
+	"github.com/tidwall/gjson"
+)
+
+// A jsonWalk reads one JSON text in a single pass: it checks the text as
+// gjson.Valid does (RFC 8259's grammar; the bytes of a string are not
+// checked for UTF-8) while it hands the decoder the values it asks for.
+// A stream is mostly small events, one piece of text each; checking an
+// event with gjson and then walking it (a walk of an object parses each
+// nested value again) went over each byte four or five times, and was
+// most of the time a fast stream took (BenchmarkChatBurst).
+//
+// The readers of a value (skip, str, int, result, object, array) read exactly
+// one value, whatever it is: one that is not of the type asked for is
+// read past and reported as absent. Once the text is found not to be
+// JSON (bad), every reader returns at once, and the caller drops
+// whatever it had filled in.
+type jsonWalk struct {
+	b   []byte
+	i   int
+	bad bool
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// peek skips white space and returns the byte there: 0 at the end of
+// the text, or once it is bad.
+func (w *jsonWalk) peek() byte {
+	for w.i < len(w.b) && isSpace(w.b[w.i]) {
+		w.i++
+	}
+	if w.bad || w.i >= len(w.b) {
+		return 0
+	}
+	return w.b[w.i]
+}
+
+func (w *jsonWalk) fail() {
+	w.bad = true
+	w.i = len(w.b)
+}
+
+// end reports whether the text was one valid JSON value, now all read.
+func (w *jsonWalk) end() bool {
+	w.peek()
+	return !w.bad && w.i == len(w.b)
+}
+
+// skip reads the next value and returns its bytes (nil if bad).
+func (w *jsonWalk) skip() []byte {
+	c := w.peek()
+	start := w.i
+	switch {
+	case c == '{':
+		w.object(nil)
+	case c == '[':
+		w.array(nil)
+	case c == '"':
+		w.stringToken()
+	case c == '-' || c >= '0' && c <= '9':
+		w.number()
+	case c == 't':
+		w.literal("true")
+	case c == 'f':
+		w.literal("false")
+	case c == 'n':
+		w.literal("null")
+	default:
+		w.fail()
+	}
+	if w.bad {
+		return nil
+	}
+	return w.b[start:w.i]
+}
+
+// object reads the value at w.i. If it is an object, f (unless nil) is
+// called with each key, unescaped, and w at the key's value, which f may
+// read with one reader; a value f leaves is skipped.
+func (w *jsonWalk) object(f func(key []byte)) {
+	if w.peek() != '{' {
+		w.skip()
+		return
+	}
+	w.i++
+	if w.peek() == '}' {
+		w.i++
+		return
+	}
+	for {
+		if w.peek() != '"' {
+			w.fail()
+			return
+		}
+		key := w.stringToken()
+		if w.peek() != ':' {
+			w.fail()
+			return
+		}
+		w.i++
+		at := w.peek()
+		if at == 0 {
+			w.fail()
+			return
+		}
+		from := w.i
+		if f != nil {
+			f(unquote(key))
+		}
+		if w.i == from {
+			w.skip()
+		}
+		switch w.peek() {
+		case ',':
+			w.i++
+		case '}':
+			w.i++
+			return
+		default:
+			w.fail()
+			return
+		}
+	}
+}
+
+// array reads the value at w.i. If it is an array, f (unless nil) is
+// called with w at each element, which f may read with one reader; an
+// element f leaves is skipped.
+func (w *jsonWalk) array(f func()) {
+	if w.peek() != '[' {
+		w.skip()
+		return
+	}
+	w.i++
+	if w.peek() == ']' {
+		w.i++
+		return
+	}
+	for {
+		if w.peek() == 0 {
+			w.fail()
+			return
+		}
+		from := w.i
+		if f != nil {
+			f()
+		}
+		if w.i == from {
+			w.skip()
+		}
+		switch w.peek() {
+		case ',':
+			w.i++
+		case ']':
+			w.i++
+			return
+		default:
+			w.fail()
+			return
+		}
+	}
+}
+
+// str reads a value: a string's contents, "" for any other value.
+func (w *jsonWalk) str() string {
+	if w.peek() != '"' {
+		w.skip()
+		return ""
+	}
+	tok := w.stringToken()
+	if w.bad {
+		return ""
+	}
+	return string(unquote(tok))
+}
+
+// int reads a value as gjson's Result.Int has it.
+func (w *jsonWalk) int() int64 {
+	raw := w.skip()
+	if w.bad {
+		return 0
+	}
+	if n, ok := smallInt(raw); ok {
+		return n
+	}
+	return gjson.ParseBytes(raw).Int()
+}
+
+// smallInt is the value of an integer of at most 18 digits, which fits
+// an int64 and which gjson reads exactly.
+func smallInt(raw []byte) (int64, bool) {
+	neg := len(raw) > 0 && raw[0] == '-'
+	if neg {
+		raw = raw[1:]
+	}
+	if len(raw) == 0 || len(raw) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range raw {
+		if !isDigit(c) {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
+// result reads a value as gjson has it.
+func (w *jsonWalk) result() gjson.Result {
+	raw := w.skip()
+	if w.bad {
+		return gjson.Result{}
+	}
+	return gjson.ParseBytes(raw)
+}
+
+// unquote is the contents of a string token. One with escapes is
+// unescaped by gjson, so that a string reads here as it did through
+// gjson (a lone surrogate, an escaped NUL).
+func unquote(tok []byte) []byte {
+	if len(tok) < 2 {
+		return nil
+	}
+	if bytes.IndexByte(tok, '\\') < 0 {
+		return tok[1 : len(tok)-1]
+	}
+	return []byte(gjson.ParseBytes(tok).Str)
+}
+
+// plainByte tells the bytes a string holds as they are: not a quote, a
+// backslash or a control character.
+var plainByte = func() (t [256]bool) {
+	for c := ' '; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// stringToken reads a string, w at its opening quote, and returns it
+// with its quotes.
+func (w *jsonWalk) stringToken() []byte {
+	start := w.i
+	b := w.b
+	for i := start + 1; i < len(b); i++ {
+		for i+4 <= len(b) && plainByte[b[i]] && plainByte[b[i+1]] && plainByte[b[i+2]] && plainByte[b[i+3]] {
+			i += 4
+		}
+		if i >= len(b) {
+			break
+		}
+		switch c := b[i]; {
+		case plainByte[c]:
+		case c == '"':
+			w.i = i + 1
+			return b[start:w.i]
+		case c < ' ':
+			w.fail()
+			return nil
+		case c == '\\':
+			i++
+			if i >= len(b) {
+				w.fail()
+				return nil
+			}
+			switch b[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if i+4 >= len(b) || !isHex(b[i+1]) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) {
+					w.fail()
+					return nil
+				}
+				i += 4
+			default:
+				w.fail()
+				return nil
+			}
+		}
+	}
+	w.fail()
+	return nil
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// number reads a number: -? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?
+func (w *jsonWalk) number() {
+	b, i := w.b, w.i
+	if b[i] == '-' {
+		i++
+	}
+	digits := func(atLeastOne bool) bool {
+		if i >= len(b) || !isDigit(b[i]) {
+			return !atLeastOne
+		}
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+		return true
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case !digits(true):
+		w.fail()
+		return
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if !digits(true) {
+			w.fail()
+			return
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if !digits(true) {
+			w.fail()
+			return
+		}
+	}
+	w.i = i
+}
+
+func (w *jsonWalk) literal(word string) {
+	if !bytes.HasPrefix(w.b[w.i:], []byte(word)) {
+		w.fail()
+		return
+	}
+	w.i += len(word)
+}

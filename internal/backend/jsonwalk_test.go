@@ -1,0 +1,147 @@
+package backend
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
+
+// parseOpenAIChunkGJSON is parseOpenAIChunk as it was written with gjson
+// alone (validate, then walk each object with gjson): the oracle the
+// one-pass walk is fuzzed against (FuzzOpenAIChunkWalk).
+func parseOpenAIChunkGJSON(data []byte, c *openaiChunk) (isNot string) {
+	if !gjson.ValidBytes(data) {
+		return "not JSON"
+	}
+	root := gjson.ParseBytes(data)
+	if !root.IsObject() {
+		return "not a chunk"
+	}
+	c.Choices = c.one[:0]
+	fields(root, func(k string, v gjson.Result) {
+		switch k {
+		case "model":
+			c.Model = str(v)
+		case "usage":
+			if v.IsObject() {
+				c.Usage = &openaiUsage{
+					PromptTokens:     v.Get("prompt_tokens").Int(),
+					CompletionTokens: v.Get("completion_tokens").Int(),
+					CachedTokens:     v.Get("prompt_tokens_details.cached_tokens").Int(),
+					CacheWriteTokens: v.Get("prompt_tokens_details.cache_write_tokens").Int(),
+					Cost:             v.Get("cost"),
+				}
+			}
+		case "choices":
+			elems(v, func(ch gjson.Result) { c.Choices = append(c.Choices, gjsonChoiceOf(ch)) })
+		}
+	})
+	return ""
+}
+
+func gjsonChoiceOf(v gjson.Result) openaiChoice {
+	var ch openaiChoice
+	fields(v, func(k string, f gjson.Result) {
+		switch k {
+		case "index":
+			ch.Index = f.Int()
+		case "delta":
+			ch.Delta = gjsonDeltaOf(f)
+		case "finish_reason":
+			ch.FinishReason = str(f)
+		}
+	})
+	return ch
+}
+
+func gjsonDeltaOf(v gjson.Result) openaiDelta {
+	var d openaiDelta
+	fields(v, func(k string, f gjson.Result) {
+		switch k {
+		case "content":
+			d.Content = str(f)
+		case "refusal":
+			d.Refusal = str(f)
+		case "reasoning_content":
+			d.ReasoningContent = f
+		case "reasoning":
+			d.Reasoning = f
+		case "tool_calls":
+			elems(f, func(tc gjson.Result) { d.ToolCalls = append(d.ToolCalls, gjsonToolDeltaOf(tc)) })
+		}
+	})
+	return d
+}
+
+func gjsonToolDeltaOf(v gjson.Result) openaiToolDelta {
+	var t openaiToolDelta
+	fields(v, func(k string, f gjson.Result) {
+		switch k {
+		case "index":
+			t.Index = f.Int()
+		case "id":
+			t.ID = str(f)
+		case "function":
+			fields(f, func(k string, g gjson.Result) {
+				switch k {
+				case "name":
+					t.Name = str(g)
+				case "arguments":
+					t.Arguments = str(g)
+				}
+			})
+		}
+	})
+	return t
+}
+
+// FuzzOpenAIChunkWalk checks that the one-pass walk reads every event as
+// gjson did: the same verdict on whether it is JSON and a chunk, and the
+// same fields.
+func FuzzOpenAIChunkWalk(f *testing.F) {
+	for _, s := range []string{
+		`{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"hi \"x\"\n"},"logprobs":null,"finish_reason":null}],"usage":null}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"execute_code","arguments":"{\"st"}}]}}]}`,
+		`{"choices":[{"delta":{"reasoning_content":"think","reasoning":null},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":3,"prompt_tokens_details":{"cached_tokens":4},"cost":0.5}}`,
+		`{"choices":[],"usage":{"prompt_tokens":1e2,"completion_tokens":-0.5E+1}}`,
+		`{"model":"m","model":7,"choices":null,"choices":"x","choices":[1,"a",[],{}]}`,
+		`{"choices":[{"index":"3","delta":{"content":null,"refusal":"no","tool_calls":null}}]}`,
+		`{"\u0063hoices":[{"delta":{"con\u0074ent":"\ud83d\ude00 \ud800 \u0000"}}]}`,
+		` {"a":[true,false,null,{"b":{}}]} `, `[1]`, `"x"`, `12`, `nul`, `{"a":1,}`, `{"a" 1}`, `{"a":01}`, `{"a":-}`,
+		`{"a":"\x"}`, `{"a":"\u12"}`, "{\"a\":\"\x01\"}", `{"a":1.}`, `{"a":1e}`, `{"a":[1,]}`, `{"a":[,1]}`, `{}`, ``, ` `, `{"a":tru}`, `{"a":1}x`, "{\"a\":\"\xff\"}",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var got, want openaiChunk
+		gotNot, wantNot := parseOpenAIChunk(data, &got), parseOpenAIChunkGJSON(data, &want)
+		if gotNot != wantNot {
+			t.Fatalf("%q: walk says %q, gjson %q", data, gotNot, wantNot)
+		}
+		if gotNot != "" {
+			return
+		}
+		if gjson.ValidBytes(data) != true {
+			t.Fatalf("%q: taken, but not valid", data)
+		}
+		norm := func(c *openaiChunk) {
+			c.one = [1]openaiChoice{}
+			if len(c.Choices) == 0 {
+				c.Choices = nil
+			}
+			for i := range c.Choices {
+				d := &c.Choices[i].Delta
+				d.ReasoningContent.Index, d.Reasoning.Index = 0, 0
+			}
+			if c.Usage != nil {
+				c.Usage.Cost.Index = 0
+			}
+		}
+		norm(&got)
+		norm(&want)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q:\nwalk  %+v\ngjson %+v", data, got, want)
+		}
+	})
+}
