@@ -105,6 +105,7 @@ func FuzzOpenAIChunkWalk(f *testing.F) {
 		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"execute_code","arguments":"{\"st"}}]}}]}`,
 		`{"choices":[{"delta":{"reasoning_content":"think","reasoning":null},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":3,"prompt_tokens_details":{"cached_tokens":4},"cost":0.5}}`,
 		`{"choices":[],"usage":{"prompt_tokens":1e2,"completion_tokens":-0.5E+1}}`,
+		`{"error":{"message":"overloaded"}}`, `{"choices":[{"error":1}],"\u0065rror":null}`,
 		`{"model":"m","model":7,"choices":null,"choices":"x","choices":[1,"a",[],{}]}`,
 		`{"choices":[{"index":"3","delta":{"content":null,"refusal":"no","tool_calls":null}}]}`,
 		`{"\u0063hoices":[{"delta":{"con\u0074ent":"\ud83d\ude00 \ud800 \u0000"}}]}`,
@@ -138,6 +139,10 @@ func FuzzOpenAIChunkWalk(f *testing.F) {
 				c.Usage.Cost.Index = 0
 			}
 		}
+		if has := gjson.GetBytes(data, "error").Exists(); got.errorKey != has {
+			t.Fatalf("%q: walk says error key %v, gjson %v", data, got.errorKey, has)
+		}
+		got.errorKey = false
 		norm(&got)
 		norm(&want)
 		if !reflect.DeepEqual(got, want) {

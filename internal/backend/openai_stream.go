@@ -16,6 +16,7 @@ type openaiDecoder struct {
 	a      *assembler
 	calls  []openaiCall // in order of first appearance
 	finish string       // finish_reason, once seen
+	c      openaiChunk  // the event being read; one for all, not one each
 }
 
 type openaiCall struct {
@@ -33,6 +34,8 @@ type openaiChunk struct {
 	Choices []openaiChoice
 	Usage   *openaiUsage
 	one     [1]openaiChoice // Choices' room for the one choice asked for
+	// errorKey: the object has a key "error" (openaiDecoder.event).
+	errorKey bool
 }
 
 type openaiChoice struct {
@@ -62,18 +65,12 @@ type openaiToolDelta struct {
 	Name, Arguments string // under function
 }
 
-// next takes one event of the stream (streamDecoder): [DONE] ends it,
-// and an object with an error in it is that error (a server that fails
-// after it answered 200 says so in the stream). Text that arrived while
-// the last piece was passed on goes on as one piece (assembler.batch).
+// next takes one event of the stream (streamDecoder): [DONE] ends it.
+// Text that arrived while the last piece was passed on goes on as one
+// piece (assembler.batch).
 func (d *openaiDecoder) next(data, _ []byte, more bool) (bool, error) {
 	if bytes.HasPrefix(data, []byte("[DONE]")) {
 		return true, nil
-	}
-	if bytes.Contains(data, []byte(`"error"`)) {
-		if r := gjson.GetBytes(data, "error"); r.Exists() {
-			return false, classify(&APIError{Backend: d.a.name, Code: firstString(r, "code", "type"), Message: firstString(r, "message")})
-		}
 	}
 	d.a.batch = more
 	return false, d.event(data)
@@ -102,13 +99,25 @@ func (d *openaiDecoder) partial() *Reply { return d.a.partial() }
 // an error; a field of another type than the API's is taken as absent,
 // as the SDK marks it invalid (FuzzOpenAIChunkAsTheSDK). A stream is
 // mostly these events, each a few bytes of text, so each is read in
-// one pass.
+// one pass, into the decoder's one chunk.
+//
+// An object with an error in it is that error: a server that fails after
+// it answered 200 says so in the stream. The pass notes an "error" key;
+// an event that is not a chunk is looked at too, with gjson, which finds
+// a key even in what is not JSON, as it did before the pass.
 func (d *openaiDecoder) event(data []byte) error {
-	var c openaiChunk
-	if err := parseOpenAIChunk(data, &c); err != "" {
-		return errs.E(errs.Unavailable, "backend "+d.a.name+": stream event is "+err)
+	c := &d.c
+	*c = openaiChunk{}
+	isNot := parseOpenAIChunk(data, c)
+	if (isNot != "" || c.errorKey) && bytes.Contains(data, []byte(`"error"`)) {
+		if r := gjson.GetBytes(data, "error"); r.Exists() {
+			return classify(&APIError{Backend: d.a.name, Code: firstString(r, "code", "type"), Message: firstString(r, "message")})
+		}
 	}
-	return d.chunk(&c)
+	if isNot != "" {
+		return errs.E(errs.Unavailable, "backend "+d.a.name+": stream event is "+isNot)
+	}
+	return d.chunk(c)
 }
 
 // parseOpenAIChunk fills in c from data, or says what data is instead
@@ -139,6 +148,8 @@ func parseOpenAIChunk(data []byte, c *openaiChunk) (isNot string) {
 			}
 		case "choices":
 			w.array(func() { c.Choices = append(c.Choices, openaiChoiceOf(&w)) })
+		case "error":
+			c.errorKey = true
 		}
 	})
 	if !w.end() {
