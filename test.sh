@@ -87,6 +87,7 @@ for t in \
 	./internal/backend:FuzzOpenAIChunkWalk:30000x \
 	./internal/backend:FuzzSSEAsTheSDK:30000x \
 	./internal/backend:FuzzAnthropicAsTheSDK:20000x \
+	./internal/backend:FuzzAnthropicEventWalk:30000x \
 	./internal/bench:FuzzMarkerScanner:30000x \
 	./internal/web:FuzzChat:10000x; do
 	pkg=${t%%:*} rest=${t#*:}

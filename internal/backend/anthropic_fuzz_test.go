@@ -241,3 +241,32 @@ func wellTyped(ev gjson.Result) bool {
 		obj(d.Get("stop_details")) && strs(d.Get("stop_details"), "explanation") &&
 		counts(ev.Get("usage"))
 }
+
+// BenchmarkAnthropicEvent decodes the two events a Messages stream is
+// mostly made of, in process: a piece of text, then a piece of a tool
+// call's input.
+func BenchmarkAnthropicEvent(b *testing.B) {
+	start := []byte(`{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_01","name":"execute_code","input":{}}}`)
+	events := map[string][]byte{
+		"text": []byte(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":" the"}}`),
+		"call": []byte(`{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"lo"}}`),
+	}
+	for _, name := range []string{"text", "call"} {
+		b.Run(name, func(b *testing.B) {
+			req := &Request{Messages: []Message{{Role: RoleUser, Text: "x"}}}
+			d := anthropicDecoder{a: newAssembler(context.Background(), "a", req, "m", nil)}
+			if err := d.event(start, nil); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := d.event(events[name], nil); err != nil {
+					b.Fatal(err)
+				}
+				if name == "call" && len(d.blocks[1].input) > 1<<20 {
+					d.blocks[1].input = d.blocks[1].input[:0]
+				}
+			}
+		})
+	}
+}

@@ -29,11 +29,14 @@ type anthropicBlock struct {
 	signature     string
 }
 
-// anthropicEvent is the part of a stream event the decoder reads.
+// anthropicEvent is the part of a stream event the decoder reads. delta
+// is the raw object, in the event's data (valid while the event is
+// taken): most events are a content_block_delta, read in one pass.
 type anthropicEvent struct {
-	typ                          string
-	index                        int64
-	message, block, delta, usage gjson.Result
+	typ                   []byte // in the event's data too
+	index                 int64
+	message, block, usage gjson.Result
+	delta                 []byte
 }
 
 // next takes one event of the stream (streamDecoder). The stream goes
@@ -58,30 +61,14 @@ func (d *anthropicDecoder) event(data, name []byte) error {
 	if string(name) == "ping" {
 		return nil
 	}
-	if !gjson.ValidBytes(data) {
+	var ev anthropicEvent
+	if !parseAnthropicEvent(data, &ev) {
 		return errs.E(errs.Unavailable, "backend "+d.a.name+": stream event is not JSON")
 	}
-	var ev anthropicEvent
-	fields(gjson.ParseBytes(data), func(k string, v gjson.Result) {
-		switch k {
-		case "type":
-			ev.typ = str(v)
-		case "index":
-			ev.index = v.Int()
-		case "message":
-			ev.message = v
-		case "content_block":
-			ev.block = v
-		case "delta":
-			ev.delta = v
-		case "usage":
-			ev.usage = v
-		}
-	})
-	if string(name) == "error" || ev.typ == "error" {
+	if string(name) == "error" || string(ev.typ) == "error" {
 		return classify(&APIError{Backend: d.a.name, Code: errorCode(data), Message: errorText(data)})
 	}
-	switch ev.typ {
+	switch string(ev.typ) {
 	case "message_start":
 		d.usage = anthropicUsage(ev.message.Get("usage"))
 		d.a.setUsage(d.usage)
@@ -96,11 +83,35 @@ func (d *anthropicDecoder) event(data, name []byte) error {
 	case "content_block_stop":
 		return d.blockStop(ev.index)
 	case "message_delta":
-		return d.messageDelta(ev.delta, ev.usage)
+		return d.messageDelta(gjson.ParseBytes(ev.delta), ev.usage)
 	case "message_stop":
 		d.stopped = true
 	}
 	return nil
+}
+
+// parseAnthropicEvent fills in ev from data in one pass (jsonWalk), and
+// reports whether data is JSON. Any JSON is an event: one that is not an
+// object has no type, and is let go.
+func parseAnthropicEvent(data []byte, ev *anthropicEvent) bool {
+	w := jsonWalk{b: data}
+	w.object(func(k []byte) {
+		switch string(k) {
+		case "type":
+			ev.typ = w.strBytes()
+		case "index":
+			ev.index = w.int()
+		case "message":
+			ev.message = w.result()
+		case "content_block":
+			ev.block = w.result()
+		case "delta":
+			ev.delta = w.skip()
+		case "usage":
+			ev.usage = w.result()
+		}
+	})
+	return w.end()
 }
 
 // messageDelta takes the stop reason and the usage so far.
@@ -203,21 +214,22 @@ func (d *anthropicDecoder) blockStart(index int64, cb gjson.Result) error {
 	return nil
 }
 
-func (d *anthropicDecoder) delta(index int64, delta gjson.Result) error {
+func (d *anthropicDecoder) delta(index int64, delta []byte) error {
 	b := d.blocks[index]
-	var typ, text string
-	var partial gjson.Result
-	fields(delta, func(k string, v gjson.Result) {
-		switch k {
+	var typ, partial []byte
+	var text string
+	w := jsonWalk{b: delta}
+	w.object(func(k []byte) {
+		switch string(k) {
 		case "type":
-			typ = str(v)
+			typ = w.strBytes()
 		case "text", "thinking", "signature":
-			text = str(v)
+			text = w.str()
 		case "partial_json":
-			partial = v
+			partial = w.strBytes()
 		}
 	})
-	switch typ {
+	switch string(typ) {
 	case "text_delta":
 		return d.a.addText(text)
 	case "thinking_delta":
@@ -231,7 +243,7 @@ func (d *anthropicDecoder) delta(index int64, delta gjson.Result) error {
 		}
 	case "input_json_delta":
 		if b != nil {
-			b.input = append(b.input, str(partial)...)
+			b.input = append(b.input, partial...)
 		}
 	}
 	return nil

@@ -14,7 +14,7 @@ import (
 // nested value again) went over each byte four or five times, and was
 // most of the time a fast stream took (BenchmarkChatBurst).
 //
-// The readers of a value (skip, str, int, result, object, array) read exactly
+// The readers of a value (skip, str, strBytes, int, result, object, array) read exactly
 // one value, whatever it is: one that is not of the type asked for is
 // read past and reported as absent. Once the text is found not to be
 // JSON (bad), every reader returns at once, and the caller drops
@@ -166,16 +166,20 @@ func (w *jsonWalk) array(f func()) {
 }
 
 // str reads a value: a string's contents, "" for any other value.
-func (w *jsonWalk) str() string {
+func (w *jsonWalk) str() string { return string(w.strBytes()) }
+
+// strBytes is str without a copy: unless the string has escapes, its
+// bytes are those of the text, valid as long as the text is.
+func (w *jsonWalk) strBytes() []byte {
 	if w.peek() != '"' {
 		w.skip()
-		return ""
+		return nil
 	}
 	tok := w.stringToken()
 	if w.bad {
-		return ""
+		return nil
 	}
-	return string(unquote(tok))
+	return unquote(tok)
 }
 
 // int reads a value as gjson's Result.Int has it.

@@ -150,3 +150,65 @@ func FuzzOpenAIChunkWalk(f *testing.F) {
 		}
 	})
 }
+
+// parseAnthropicEventGJSON is parseAnthropicEvent as it was written with
+// gjson alone: the oracle of FuzzAnthropicEventWalk.
+func parseAnthropicEventGJSON(data []byte, ev *anthropicEvent) bool {
+	if !gjson.ValidBytes(data) {
+		return false
+	}
+	fields(gjson.ParseBytes(data), func(k string, v gjson.Result) {
+		switch k {
+		case "type":
+			ev.typ = nil
+			if s := str(v); s != "" {
+				ev.typ = []byte(s)
+			}
+		case "index":
+			ev.index = v.Int()
+		case "message":
+			ev.message = v
+		case "content_block":
+			ev.block = v
+		case "delta":
+			ev.delta = []byte(v.Raw)
+		case "usage":
+			ev.usage = v
+		}
+	})
+	return true
+}
+
+// FuzzAnthropicEventWalk checks that the one-pass walk reads every
+// Anthropic event as gjson did.
+func FuzzAnthropicEventWalk(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi \"x\""}}`,
+		`{"type":"message_start","message":{"id":"m","model":"c","content":[],"stop_reason":null,"usage":{"input_tokens":10,"output_tokens":1}}}`,
+		`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":15}}`,
+		`{"type":"content_block_start","index":"1","content_block":{"type":"tool_use","id":"t","name":"execute_code","input":{}}}`,
+		`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`,
+		`{"type":7,"index":1.5,"index":-3,"delta":null,"usage":[1]}`, `[]`, `"x"`, `{"type":"a",}`, ``, `{"\u0074ype":"ping"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var got, want anthropicEvent
+		gotOK, wantOK := parseAnthropicEvent(data, &got), parseAnthropicEventGJSON(data, &want)
+		if gotOK != wantOK {
+			t.Fatalf("%q: walk says JSON %v, gjson %v", data, gotOK, wantOK)
+		}
+		if !gotOK {
+			return
+		}
+		for _, ev := range []*anthropicEvent{&got, &want} {
+			if len(ev.typ) == 0 {
+				ev.typ = nil
+			}
+			ev.message.Index, ev.block.Index, ev.usage.Index = 0, 0, 0
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q:\nwalk  %+v\ngjson %+v", data, got, want)
+		}
+	})
+}
