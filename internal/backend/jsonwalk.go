@@ -96,7 +96,7 @@ func (w *jsonWalk) object(f func(key []byte)) {
 			w.fail()
 			return
 		}
-		key := w.stringToken()
+		key, esc := w.stringToken()
 		if w.peek() != ':' {
 			w.fail()
 			return
@@ -109,7 +109,7 @@ func (w *jsonWalk) object(f func(key []byte)) {
 		}
 		from := w.i
 		if f != nil {
-			f(unquote(key))
+			f(unquote(key, esc))
 		}
 		if w.i == from {
 			w.skip()
@@ -175,11 +175,11 @@ func (w *jsonWalk) strBytes() []byte {
 		w.skip()
 		return nil
 	}
-	tok := w.stringToken()
+	tok, esc := w.stringToken()
 	if w.bad {
 		return nil
 	}
-	return unquote(tok)
+	return unquote(tok, esc)
 }
 
 // int reads a value as gjson's Result.Int has it.
@@ -226,14 +226,14 @@ func (w *jsonWalk) result() gjson.Result {
 	return gjson.ParseBytes(raw)
 }
 
-// unquote is the contents of a string token. One with escapes is
-// unescaped by gjson, so that a string reads here as it did through
-// gjson (a lone surrogate, an escaped NUL).
-func unquote(tok []byte) []byte {
+// unquote is the contents of a string token, which has escapes if esc.
+// One with escapes is unescaped by gjson, so that a string reads here as
+// it did through gjson (a lone surrogate, an escaped NUL).
+func unquote(tok []byte, esc bool) []byte {
 	if len(tok) < 2 {
 		return nil
 	}
-	if bytes.IndexByte(tok, '\\') < 0 {
+	if !esc {
 		return tok[1 : len(tok)-1]
 	}
 	return []byte(gjson.ParseBytes(tok).Str)
@@ -249,8 +249,8 @@ var plainByte = func() (t [256]bool) {
 }()
 
 // stringToken reads a string, w at its opening quote, and returns it
-// with its quotes.
-func (w *jsonWalk) stringToken() []byte {
+// with its quotes, and whether it has escapes.
+func (w *jsonWalk) stringToken() (tok []byte, esc bool) {
 	start := w.i
 	b := w.b
 	for i := start + 1; i < len(b); i++ {
@@ -264,32 +264,33 @@ func (w *jsonWalk) stringToken() []byte {
 		case plainByte[c]:
 		case c == '"':
 			w.i = i + 1
-			return b[start:w.i]
+			return b[start:w.i], esc
 		case c < ' ':
 			w.fail()
-			return nil
+			return nil, false
 		case c == '\\':
+			esc = true
 			i++
 			if i >= len(b) {
 				w.fail()
-				return nil
+				return nil, false
 			}
 			switch b[i] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 			case 'u':
 				if i+4 >= len(b) || !isHex(b[i+1]) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) {
 					w.fail()
-					return nil
+					return nil, false
 				}
 				i += 4
 			default:
 				w.fail()
-				return nil
+				return nil, false
 			}
 		}
 	}
 	w.fail()
-	return nil
+	return nil, false
 }
 
 func isHex(c byte) bool {

@@ -137,6 +137,10 @@ func parseOpenAIChunk(data []byte, c *openaiChunk) (isNot string) {
 		case "model":
 			c.Model = w.str()
 		case "usage":
+			// Most chunks carry "usage": null, left to be skipped.
+			if w.peek() != '{' {
+				return
+			}
 			if v := w.result(); v.IsObject() {
 				c.Usage = &openaiUsage{
 					PromptTokens:     v.Get("prompt_tokens").Int(),
