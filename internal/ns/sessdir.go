@@ -105,6 +105,9 @@ type fileSpec struct {
 	// takes the session's values without waiting (session.Peek...); false
 	// means the lock was taken, and stat shows the length it found last.
 	view func(d *sessionDir) ([]byte, bool)
+	// size, instead of view, is the length alone (reply: a view would
+	// copy a reply of any size for each stat).
+	size func(d *sessionDir) (int, bool)
 	// disk: a file the session keeps on disk and a client may cache by
 	// its version (plan), or append-only (chat, events). Every other file
 	// is made at open or changes behind a client's back (context), and
@@ -126,7 +129,11 @@ func (f *sessFile) Stat() (plan9.Dir, error) {
 	if !f.spec.disk {
 		st.Mode |= tree.Synthesized
 	}
-	if f.spec.view != nil {
+	switch {
+	case f.spec.size != nil:
+		n, ok := f.spec.size(f.d)
+		st.Length = f.d.parent.viewLength(f.path, n, ok)
+	case f.spec.view != nil:
 		b, ok := f.spec.view(f.d)
 		st.Length = f.d.parent.viewLength(f.path, len(b), ok)
 	}

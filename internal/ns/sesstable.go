@@ -31,7 +31,7 @@ var sessionTable = []fileSpec{
 	{name: "reply", perm: 0444, mode: "r",
 		doc:  "The last complete assistant reply only.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) { return text(d.s.ReplyText()) },
-		view: func(d *sessionDir) ([]byte, bool) { return d.s.PeekReply() }},
+		size: func(d *sessionDir) (int, bool) { return d.s.PeekReplyLen() }},
 	{name: "state", perm: 0444, mode: "r",
 		doc: "idle, running, calling execute_code, compacting, waiting (with why and the time left), asking or error.",
 		open: func(d *sessionDir, _ uint8) (tree.Handle, error) {

@@ -18,17 +18,19 @@ func (s *Session) PeekUsage() (Usage, bool) {
 	return s.usage, true
 }
 
-// PeekReply returns the last reply, as ReplyText does.
-func (s *Session) PeekReply() ([]byte, bool) {
+// PeekReplyLen returns the length of the last reply, as ReplyText has
+// it: what a stat of reply needs, without a copy of a reply that may be
+// megabytes long.
+func (s *Session) PeekReplyLen() (int, bool) {
 	if !s.mu.TryLock() {
-		return nil, false
+		return 0, false
 	}
 	r, ok := s.reply, s.replySet
 	s.mu.Unlock()
 	if ok {
-		return []byte(r), true
+		return len(r), true
 	}
-	return s.replyFromContext(), true
+	return len(s.replyFromContext()), true
 }
 
 // PeekPrevPrompt returns the last prompt, as PrevPromptText does.

@@ -13,7 +13,7 @@ func TestPeekWithoutWaiting(t *testing.T) {
 	_, s := newTestSession(t)
 	s.mu.Lock()
 	_, ok1 := s.PeekUsage()
-	_, ok2 := s.PeekReply()
+	_, ok2 := s.PeekReplyLen()
 	_, ok3 := s.PeekPrevPrompt()
 	_, ok4 := s.PeekOffset()
 	cfg := s.Cfg()
@@ -27,8 +27,8 @@ func TestPeekWithoutWaiting(t *testing.T) {
 	if u, ok := s.PeekUsage(); !ok || u != s.Usage() {
 		t.Errorf("PeekUsage = %+v %v, Usage = %+v", u, ok, s.Usage())
 	}
-	if r, ok := s.PeekReply(); !ok || string(r) != string(s.ReplyText()) {
-		t.Errorf("PeekReply = %q %v", r, ok)
+	if n, ok := s.PeekReplyLen(); !ok || n != len(s.ReplyText()) {
+		t.Errorf("PeekReplyLen = %d %v", n, ok)
 	}
 	if p, ok := s.PeekPrevPrompt(); !ok || string(p) != string(s.PrevPromptText()) {
 		t.Errorf("PeekPrevPrompt = %q %v", p, ok)
