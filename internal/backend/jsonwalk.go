@@ -20,10 +20,17 @@ import (
 // JSON (bad), every reader returns at once, and the caller drops
 // whatever it had filled in.
 type jsonWalk struct {
-	b   []byte
-	i   int
-	bad bool
+	b     []byte
+	i     int
+	bad   bool
+	depth int // of the objects and arrays being read
 }
+
+// maxDepth bounds the nesting of objects and arrays, as encoding/json
+// bounds it: the walk recurses, and an event of 32 MiB of "[" (a server
+// may send one) would otherwise overflow the goroutine's stack, which
+// kills the daemon. Deeper is not JSON here (gjson.Valid has no bound).
+const maxDepth = 10000
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
@@ -86,6 +93,10 @@ func (w *jsonWalk) object(f func(key []byte)) {
 		w.skip()
 		return
 	}
+	if !w.enter() {
+		return
+	}
+	defer w.leave()
 	w.i++
 	if w.peek() == '}' {
 		w.i++
@@ -135,6 +146,10 @@ func (w *jsonWalk) array(f func()) {
 		w.skip()
 		return
 	}
+	if !w.enter() {
+		return
+	}
+	defer w.leave()
 	w.i++
 	if w.peek() == ']' {
 		w.i++
@@ -164,6 +179,17 @@ func (w *jsonWalk) array(f func()) {
 		}
 	}
 }
+
+// enter goes one object or array deeper; false (and bad) past maxDepth.
+func (w *jsonWalk) enter() bool {
+	if w.depth++; w.depth > maxDepth {
+		w.fail()
+		return false
+	}
+	return true
+}
+
+func (w *jsonWalk) leave() { w.depth-- }
 
 // str reads a value: a string's contents, "" for any other value.
 func (w *jsonWalk) str() string { return string(w.strBytes()) }

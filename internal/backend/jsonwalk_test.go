@@ -1,7 +1,10 @@
 package backend
 
 import (
+	"bytes"
+	"context"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -117,6 +120,9 @@ func FuzzOpenAIChunkWalk(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var got, want openaiChunk
 		gotNot, wantNot := parseOpenAIChunk(data, &got), parseOpenAIChunkGJSON(data, &want)
+		if gotNot == "not JSON" && wantNot != gotNot && bytes.Count(data, []byte("["))+bytes.Count(data, []byte("{")) > maxDepth {
+			return // nested deeper than the walk takes (maxDepth), which gjson has no bound for
+		}
 		if gotNot != wantNot {
 			t.Fatalf("%q: walk says %q, gjson %q", data, gotNot, wantNot)
 		}
@@ -195,6 +201,9 @@ func FuzzAnthropicEventWalk(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var got, want anthropicEvent
 		gotOK, wantOK := parseAnthropicEvent(data, &got), parseAnthropicEventGJSON(data, &want)
+		if !gotOK && wantOK && bytes.Count(data, []byte("["))+bytes.Count(data, []byte("{")) > maxDepth {
+			return // as in FuzzOpenAIChunkWalk
+		}
 		if gotOK != wantOK {
 			t.Fatalf("%q: walk says JSON %v, gjson %v", data, gotOK, wantOK)
 		}
@@ -211,4 +220,30 @@ func FuzzAnthropicEventWalk(f *testing.F) {
 			t.Fatalf("%q:\nwalk  %+v\ngjson %+v", data, got, want)
 		}
 	})
+}
+
+// TestDeepEvent: an event nested deeper than maxDepth is an error of the
+// stream, not a stack overflow that kills the daemon (the walk recurses),
+// for both decoders, with an "error" key in it or not.
+func TestDeepEvent(t *testing.T) {
+	req := &Request{Messages: []Message{{Role: RoleUser, Text: "x"}}}
+	for _, open := range []string{"[", `{"a":`, `{"choices":[{"delta":`} {
+		for _, tail := range []string{"", `"error"`} {
+			data := []byte(strings.Repeat(open, 16<<20/len(open)) + tail)
+			oa := openaiDecoder{a: newAssembler(context.Background(), "o", req, "m", nil)}
+			if err := oa.event(data); err == nil || !strings.Contains(err.Error(), "not JSON") {
+				t.Errorf("OpenAI, %q × %d + %q: %v", open, 16<<20/len(open), tail, err)
+			}
+			an := anthropicDecoder{a: newAssembler(context.Background(), "a", req, "m", nil)}
+			if err := an.event(data, nil); err == nil || !strings.Contains(err.Error(), "not JSON") {
+				t.Errorf("Anthropic, %q × %d + %q: %v", open, 16<<20/len(open), tail, err)
+			}
+		}
+	}
+	// At the bound, still JSON.
+	ok := []byte(`{"choices":[{"delta":{"content":"x"},"x":` + strings.Repeat("[", maxDepth-3) + strings.Repeat("]", maxDepth-3) + `}]}`)
+	var c openaiChunk
+	if isNot := parseOpenAIChunk(ok, &c); isNot != "" || len(c.Choices) != 1 || c.Choices[0].Delta.Content != "x" {
+		t.Errorf("nested %d deep: %q %+v", maxDepth, isNot, c)
+	}
 }
