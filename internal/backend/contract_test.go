@@ -232,3 +232,24 @@ func jsonEqual(a, b json.RawMessage) bool {
 	jb, _ := json.Marshal(y)
 	return string(ja) == string(jb)
 }
+
+// TestDeepStreamEvent: a server that streams an event nested 16 MiB deep
+// (in an OpenAI or an Anthropic stream) fails the request with a stream
+// error; it once overflowed the stack of the goroutine that decoded it,
+// which killed the daemon.
+func TestDeepStreamEvent(t *testing.T) {
+	deep := strings.Repeat("[", 16<<20)
+	for kind, raw := range map[string]string{
+		config.KindOpenAI:    "data: " + deep + "\n\n",
+		config.KindAnthropic: "event: content_block_delta\ndata: " + deep + "\n\n",
+	} {
+		t.Run(kind, func(t *testing.T) {
+			be, _ := newPair(t, kind, &llmtest.Script{Turns: []llmtest.Turn{{Raw: raw}}})
+			req := &backend.Request{Messages: []backend.Message{{Role: backend.RoleUser, Text: "hi"}}}
+			_, err := be.Chat(context.Background(), req, func(backend.Event) error { return nil })
+			if err == nil || !strings.Contains(err.Error(), "not JSON") {
+				t.Fatalf("Chat = %v, want a stream event that is not JSON", err)
+			}
+		})
+	}
+}
