@@ -101,9 +101,13 @@ func listenUnix(socket string) (net.Listener, error) {
 			return nil, fmt.Errorf("remove stale socket: %v", err)
 		}
 	}
-	old := syscall.Umask(0177) // no window in which the socket is open to others
+	// No other user can reach the socket between its bind and the chmod
+	// below: its directory is privateDir's, 0700 and ours. Not the umask:
+	// it is the whole process's, and a directory another goroutine made
+	// meanwhile (a spare session's, made in the background as the daemon
+	// starts) came out 0600, which a stage, root without capabilities,
+	// cannot enter.
 	l, err := net.Listen("unix", socket)
-	syscall.Umask(old)
 	if err != nil {
 		return nil, err
 	}

@@ -85,3 +85,58 @@ func TestGone(t *testing.T) {
 		}
 	}
 }
+
+// The socket's mode comes from its 0700 directory and a chmod, never
+// from the umask: the umask is the whole process's, and a directory made
+// meanwhile by another goroutine (a spare session directory, made in the
+// background while the daemon starts) came out 0600, which a stage, root
+// without capabilities, cannot enter (`mkdir -p "$TMPDIR/x"` failed with
+// "cannot create directory '.../s/<id>': Permission denied").
+func TestListenLeavesUmaskAlone(t *testing.T) {
+	rt := t.TempDir()
+	if err := privateDir(rt); err != nil {
+		t.Fatal(err)
+	}
+	dirs := t.TempDir()
+	stop := make(chan struct{})
+	bad := make(chan string, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			d := filepath.Join(dirs, strconv.Itoa(i))
+			if err := os.Mkdir(d, 0o700); err != nil {
+				continue
+			}
+			if fi, err := os.Lstat(d); err == nil && fi.Mode().Perm() != 0o700 {
+				select {
+				case bad <- d + " " + fi.Mode().String():
+				default:
+				}
+			}
+			os.Remove(d)
+		}
+	}()
+	for i := 0; i < 300; i++ {
+		l, err := listenUnix(filepath.Join(rt, "s"+strconv.Itoa(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi, err := os.Stat(filepath.Join(rt, "s"+strconv.Itoa(i))); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("socket mode %v (%v), want 0600", fi.Mode(), err)
+		}
+		l.Close()
+	}
+	close(stop)
+	<-done
+	select {
+	case d := <-bad:
+		t.Errorf("a directory made with mode 0700 while the daemon listened: %s", d)
+	default:
+	}
+}
