@@ -85,14 +85,16 @@ func (m *Manager) openSpares(ents []os.DirEntry) {
 }
 
 // asMade reports whether d holds exactly a spare's empty files and its
-// empty tmp/, on d's own disk.
+// empty tmp/, on d's own disk, each with the mode it is made with (0700
+// for the directories, 0600 for the files): a spare made while the umask
+// was narrowed had directories of 0600, which a stage cannot enter.
 func asMade(d string) bool {
 	ents, err := os.ReadDir(d)
 	if err != nil || len(ents) != len(spareFiles)+1 {
 		return false
 	}
 	var st unix.Stat_t
-	if unix.Lstat(d, &st) != nil {
+	if unix.Lstat(d, &st) != nil || st.Mode&0777 != 0700 {
 		return false
 	}
 	dev := st.Dev
@@ -102,14 +104,14 @@ func asMade(d string) bool {
 		}
 		switch {
 		case e.Name() == "tmp":
-			if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			if st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Mode&0777 != 0700 {
 				return false
 			}
 			if sub, err := os.ReadDir(filepath.Join(d, "tmp")); err != nil || len(sub) != 0 {
 				return false
 			}
 		case slices.Contains(spareFiles, e.Name()):
-			if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size != 0 {
+			if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size != 0 || st.Mode&0777 != 0600 {
 				return false
 			}
 		default:

@@ -128,7 +128,8 @@ func TestUnpromptedSpareSessionReloads(t *testing.T) {
 // What carries a spare's name on disk is used only if it is exactly a
 // spare as made: anything else (half made, its meta.json written by a
 // New a crash cut short, or changed by hand) is removed at Open, and
-// never becomes a session's directory.
+// never becomes a session's directory. So is one whose modes are not those
+// it was made with.
 func TestSparesOnDiskCheckedAtOpen(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "s")
 	if err := os.MkdirAll(dir, 0700); err != nil {
@@ -163,6 +164,11 @@ func TestSparesOnDiskCheckedAtOpen(t *testing.T) {
 			os.Remove(filepath.Join(d, "tmp"))
 			return os.WriteFile(filepath.Join(d, "tmp"), nil, 0600)
 		},
+		// As made while the umask was 0177 (daemon.listenUnix did that):
+		// a stage could not enter the session's directory.
+		"directory 0600": func(d string) error { return os.Chmod(d, 0600) },
+		"tmp 0600":       func(d string) error { return os.Chmod(filepath.Join(d, "tmp"), 0600) },
+		"chat 0644":      func(d string) error { return os.Chmod(filepath.Join(d, "chat"), 0644) },
 	}
 	for what, spoil := range bad {
 		if err := spoil(spare()); err != nil {
