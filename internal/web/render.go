@@ -53,13 +53,66 @@ var policy = sync.OnceValue(func() *bluemonday.Policy {
 	return p
 })
 
-// markdown renders untrusted Markdown to safe HTML.
+// markdown renders untrusted Markdown to safe HTML; text nested deeper
+// than maxNesting is shown as it is.
 func markdown(src string) string {
 	var buf bytes.Buffer
-	if err := md().Convert([]byte(visible(src)), &buf); err != nil {
+	if tooDeep(src) || md().Convert([]byte(visible(src)), &buf) != nil {
 		return "<pre>" + html.EscapeString(visible(src)) + "</pre>"
 	}
 	return policy().Sanitize(buf.String())
+}
+
+// maxNesting bounds how many containers (block quotes, list items) one
+// line may open for its text to be rendered as Markdown. goldmark's time
+// grows with the square of that depth: a reply of 16,000 "- " took 1.6 s
+// of the web server's CPU, one of a megabyte, which a model can write,
+// would take half an hour, for each page that shows it. With the depth
+// of each line bounded, a megabyte of nested lists renders in about a
+// second. No prose nests so deep.
+const maxNesting = 32
+
+// tooDeep reports whether a line of src opens more than maxNesting
+// containers.
+func tooDeep(src string) bool {
+	for line := range strings.Lines(src) {
+		if nesting(line) > maxNesting {
+			return true
+		}
+	}
+	return false
+}
+
+// nesting counts the container markers a line starts with ("> ", "- ",
+// "* ", "+ ", "1. ", "1) "), each after up to four blanks, until the
+// count passes maxNesting.
+func nesting(line string) int {
+	n, i := 0, 0
+	for n <= maxNesting {
+		j := i
+		for j < len(line) && j-i < 4 && (line[j] == ' ' || line[j] == '\t') {
+			j++
+		}
+		if j < len(line) && line[j] == '>' {
+			n, i = n+1, j+1
+			continue
+		}
+		k := j
+		for k < len(line) && k-j < 9 && line[k] >= '0' && line[k] <= '9' {
+			k++
+		}
+		switch {
+		case k == j && k < len(line) && (line[k] == '-' || line[k] == '*' || line[k] == '+'):
+		case k > j && k < len(line) && (line[k] == '.' || line[k] == ')'):
+		default:
+			return n
+		}
+		if k+1 >= len(line) || (line[k+1] != ' ' && line[k+1] != '\t') {
+			return n
+		}
+		n, i = n+1, k+2
+	}
+	return n
 }
 
 // visible makes text harmless to show: invalid UTF-8 becomes U+FFFD,

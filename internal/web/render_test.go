@@ -211,3 +211,34 @@ func FuzzChat(f *testing.F) {
 		}
 	})
 }
+
+// TestDeepMarkdownShownAsText: a reply that nests lists or quotes deeper
+// than maxNesting on one line is shown as its text, not given to goldmark,
+// whose time grows with the square of the depth (a megabyte of "- ", which
+// a model can write, would hold a core of the web server for half an
+// hour, for each page showing it). Prose nested a few levels still
+// renders.
+func TestDeepMarkdownShownAsText(t *testing.T) {
+	for _, src := range []string{
+		strings.Repeat("- ", 1<<19) + "x",
+		strings.Repeat(">", 1<<20) + " x",
+		"ok\n\n" + strings.Repeat("1. ", 100) + "x\n",
+		strings.Repeat("> - ", 40) + "x",
+		strings.Repeat("-    ", 40) + "x",
+	} {
+		out := markdown(src)
+		if !strings.HasPrefix(out, "<pre>") || strings.Contains(out, "<ul>") || strings.Contains(out, "<blockquote>") {
+			t.Errorf("%.40q… (%d bytes) rendered as Markdown: %.80s", src, len(src), out)
+		}
+	}
+	nested := "- a\n  - b\n    > c\n    > - d\n"
+	if out := markdown(nested); strings.Count(out, "<ul>") != 3 || !strings.Contains(out, "<blockquote>") {
+		t.Errorf("lists nested three deep:\n%s", out)
+	}
+	if n := nesting(strings.Repeat("- ", maxNesting) + "x"); n != maxNesting {
+		t.Errorf("nesting of %d markers = %d", maxNesting, n)
+	}
+	if md := markdown(strings.Repeat("- ", maxNesting) + "x"); strings.HasPrefix(md, "<pre>") {
+		t.Errorf("%d levels, the bound, shown as text", maxNesting)
+	}
+}
