@@ -53,28 +53,38 @@ var policy = sync.OnceValue(func() *bluemonday.Policy {
 	return p
 })
 
-// markdown renders untrusted Markdown to safe HTML; text nested deeper
-// than maxNesting is shown as it is.
+// markdown renders untrusted Markdown to safe HTML; text that would cost
+// goldmark too much (unrenderable) is shown as it is.
 func markdown(src string) string {
 	var buf bytes.Buffer
-	if tooDeep(src) || md().Convert([]byte(visible(src)), &buf) != nil {
+	if unrenderable(src) || md().Convert([]byte(visible(src)), &buf) != nil {
 		return "<pre>" + html.EscapeString(visible(src)) + "</pre>"
 	}
 	return policy().Sanitize(buf.String())
 }
 
-// maxNesting bounds how many containers (block quotes, list items) one
-// line may open for its text to be rendered as Markdown. goldmark's time
-// grows with the square of that depth: a reply of 16,000 "- " took 1.6 s
-// of the web server's CPU, one of a megabyte, which a model can write,
-// would take half an hour, for each page that shows it. With the depth
-// of each line bounded, a megabyte of nested lists renders in about a
-// second. No prose nests so deep.
-const maxNesting = 32
+// Two shapes of text cost goldmark time that grows faster than their
+// size, so that a reply of a megabyte, which a model can write, would hold
+// a core of the web server for minutes, for each page that shows it:
+// containers (block quotes, list items) nested deep on one line (16,000
+// "- " took 1.6 s), and brackets that open links never closed (16,000
+// "[a](" took 1.6 s; 8,000 lines of "[" and then of "](" 0.46 s, and
+// the time grows faster than the count). Text beyond these bounds, which
+// prose does not reach, is shown as text; within them, a megabyte renders
+// in about a second. Brackets are counted in code too: a block with more
+// than maxBrackets of them in its code is shown as text, which is what
+// code is.
+const (
+	maxNesting  = 32   // containers opened at the start of a line
+	maxBrackets = 4096 // "[" in a block
+)
 
-// tooDeep reports whether a line of src opens more than maxNesting
-// containers.
-func tooDeep(src string) bool {
+// unrenderable reports whether src passes maxBrackets, or a line of it
+// maxNesting.
+func unrenderable(src string) bool {
+	if strings.Count(src, "[") > maxBrackets {
+		return true
+	}
 	for line := range strings.Lines(src) {
 		if nesting(line) > maxNesting {
 			return true

@@ -213,11 +213,12 @@ func FuzzChat(f *testing.F) {
 }
 
 // TestDeepMarkdownShownAsText: a reply that nests lists or quotes deeper
-// than maxNesting on one line is shown as its text, not given to goldmark,
-// whose time grows with the square of the depth (a megabyte of "- ", which
-// a model can write, would hold a core of the web server for half an
-// hour, for each page showing it). Prose nested a few levels still
-// renders.
+// than maxNesting on one line, or has more than maxBrackets "[", is shown
+// as its text, not given to goldmark,
+// whose time grows with the square of those (a megabyte of "- " or of
+// "[a](", which a model can write, would hold a core of the web server
+// for many minutes, for each page showing it). Prose nested a few levels
+// still renders.
 func TestDeepMarkdownShownAsText(t *testing.T) {
 	for _, src := range []string{
 		strings.Repeat("- ", 1<<19) + "x",
@@ -225,11 +226,18 @@ func TestDeepMarkdownShownAsText(t *testing.T) {
 		"ok\n\n" + strings.Repeat("1. ", 100) + "x\n",
 		strings.Repeat("> - ", 40) + "x",
 		strings.Repeat("-    ", 40) + "x",
+		strings.Repeat("[a](", 1<<18),
+		strings.Repeat("[\n", maxBrackets+1) + strings.Repeat("](\n", maxBrackets+1),
+		"```\n" + strings.Repeat("[1],", maxBrackets+1) + "\n```\n",
 	} {
 		out := markdown(src)
 		if !strings.HasPrefix(out, "<pre>") || strings.Contains(out, "<ul>") || strings.Contains(out, "<blockquote>") {
 			t.Errorf("%.40q… (%d bytes) rendered as Markdown: %.80s", src, len(src), out)
 		}
+	}
+	links := "text\n\n```json\n" + strings.Repeat("[1],", 1000) + "\n```\n\n" + strings.Repeat("see [a link](https://example.com)\n", 100)
+	if out := markdown(links); strings.HasPrefix(out, "<pre>") || !strings.Contains(out, `href="https://example.com"`) {
+		t.Errorf("a reply with some code and links:\n%.300s", out)
 	}
 	nested := "- a\n  - b\n    > c\n    > - d\n"
 	if out := markdown(nested); strings.Count(out, "<ul>") != 3 || !strings.Contains(out, "<blockquote>") {
