@@ -140,7 +140,9 @@ func (w *jsonWalk) object(f func(key []byte)) {
 
 // array reads the value at w.i. If it is an array, f (unless nil) is
 // called with w at each element, which f may read with one reader; an
-// element f leaves is skipped.
+// element f leaves is skipped. (Its loop is object's, written out again:
+// one loop for both, with a function per member, cost an event 10–15%
+// more in BenchmarkOpenAIEvent.)
 func (w *jsonWalk) array(f func()) {
 	if w.peek() != '[' {
 		w.skip()
