@@ -14,9 +14,9 @@ import (
 // nested value again) went over each byte four or five times, and was
 // most of the time a fast stream took (BenchmarkChatBurst).
 //
-// The readers of a value (skip, str, strBytes, int, result, object, array) read exactly
-// one value, whatever it is: one that is not of the type asked for is
-// read past and reported as absent. Once the text is found not to be
+// The readers of a value (skip, str, strBytes, int, result, object,
+// array) read exactly one value, whatever it is: one that is not of the
+// type asked for is read past and reported as absent. Once the text is found not to be
 // JSON (bad), every reader returns at once, and the caller drops
 // whatever it had filled in.
 type jsonWalk struct {
@@ -68,7 +68,7 @@ func (w *jsonWalk) skip() []byte {
 		w.array(nil)
 	case c == '"':
 		w.stringToken()
-	case c == '-' || c >= '0' && c <= '9':
+	case c == '-' || isDigit(c):
 		w.number()
 	case c == 't':
 		w.literal("true")
@@ -113,8 +113,7 @@ func (w *jsonWalk) object(f func(key []byte)) {
 			return
 		}
 		w.i++
-		at := w.peek()
-		if at == 0 {
+		if w.peek() == 0 {
 			w.fail()
 			return
 		}

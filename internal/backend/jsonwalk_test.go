@@ -247,3 +247,13 @@ func TestDeepEvent(t *testing.T) {
 		t.Errorf("nested %d deep: %q %+v", maxDepth, isNot, c)
 	}
 }
+
+// elems calls f with each element of v, an array; nothing for any other
+// value: the oracles' walk of an array, as the decoder had it. (gjson's ForEach passes any other value as one element: a
+// server's "tool_calls": null, sent with every piece of text, was once
+// taken for a call.)
+func elems(v gjson.Result, f func(gjson.Result)) {
+	if v.IsArray() {
+		v.ForEach(func(_, x gjson.Result) bool { f(x); return true })
+	}
+}

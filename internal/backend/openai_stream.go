@@ -227,16 +227,6 @@ func fields(v gjson.Result, f func(key string, val gjson.Result)) {
 	}
 }
 
-// elems calls f with each element of v, an array; nothing for any other
-// value. (gjson's ForEach passes any other value as one element: a
-// server's "tool_calls": null, sent with every piece of text, was once
-// taken for a call.)
-func elems(v gjson.Result, f func(gjson.Result)) {
-	if v.IsArray() {
-		v.ForEach(func(_, x gjson.Result) bool { f(x); return true })
-	}
-}
-
 // str is a JSON string's value, "" for any other type.
 func str(v gjson.Result) string {
 	if v.Type == gjson.String {

@@ -703,8 +703,9 @@ func (r *run) groupScale() error {
 }
 
 // streamFloor asks the streaming model at base (an OpenAI /v1 URL) for the
-// 1 MiB reply (prompt promptBig or promptBurst), as the daemon does, and reads the response to its end
-// without decoding it: the floor of any ingest through this model.
+// 1 MiB reply (prompt promptBig or promptBurst), as the daemon does, and
+// reads the response to its end without decoding it: the floor of any
+// ingest through this model.
 func streamFloor(ctx context.Context, base, prompt string) error {
 	body := `{"model":"bench","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"` + prompt + `"}]}`
 	req, err := http.NewRequestWithContext(ctx, "POST", base+"/chat/completions", strings.NewReader(body))

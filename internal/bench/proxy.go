@@ -104,8 +104,8 @@ func (p *Proxy) serve() {
 // (if marking): at once, or, paced, an event (up to a blank line) at a
 // time.
 func (p *Proxy) forward(c net.Conn, b []byte, sc *markerScanner, next *time.Time) error {
-	pace := time.Duration(p.pace.Load())
-	if pace == 0 && !p.mark.Load() {
+	pace, mark := time.Duration(p.pace.Load()), p.mark.Load()
+	if pace == 0 && !mark {
 		_, err := c.Write(b)
 		return err
 	}
@@ -120,7 +120,7 @@ func (p *Proxy) forward(c net.Conn, b []byte, sc *markerScanner, next *time.Time
 			}
 		}
 		now := time.Now()
-		if p.mark.Load() {
+		if mark {
 			p.mu.Lock()
 			sc.scan(seg, func(i int) {
 				if _, ok := p.sent[i]; !ok {
