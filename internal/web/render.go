@@ -56,9 +56,10 @@ var policy = sync.OnceValue(func() *bluemonday.Policy {
 // markdown renders untrusted Markdown to safe HTML; text that would cost
 // goldmark too much (unrenderable) is shown as it is.
 func markdown(src string) string {
+	v := visible(src)
 	var buf bytes.Buffer
-	if unrenderable(src) || md().Convert([]byte(visible(src)), &buf) != nil {
-		return "<pre>" + html.EscapeString(visible(src)) + "</pre>"
+	if unrenderable(v) || md().Convert([]byte(v), &buf) != nil {
+		return "<pre>" + html.EscapeString(v) + "</pre>"
 	}
 	return policy().Sanitize(buf.String())
 }
