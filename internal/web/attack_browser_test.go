@@ -306,3 +306,33 @@ func TestAttackOtherPortGetsNoToken(t *testing.T) {
 	do(t, ctx, chromedp.Navigate(e.base+"/"), chromedp.WaitVisible(chromedp.ID("newform")))
 	until(t, ctx, "the page works after the planted cookies", "document.documentElement.dataset.base === "+strconv.Quote(strings.TrimPrefix(e.base, e.origin)))
 }
+
+// TestAttackBrowserDeepMarkdown: a model's reply of half a megabyte of
+// "- " (or of "[a](") held a core of the web server for many minutes
+// (goldmark's time grows with the square of such text) before the page
+// could show it. Through the real daemon, the scripted model and a
+// browser, the page shows each such reply, whole, as text.
+func TestAttackBrowserDeepMarkdown(t *testing.T) {
+	for name, reply := range map[string]string{
+		"lists": strings.Repeat("- ", 1<<18) + "end-of-lists",
+		"links": strings.Repeat("[a](", 1<<17) + "end-of-links",
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := start(t, &llmtest.Script{Default: &llmtest.Turn{Text: reply}})
+			ctx := browser(t)
+			id := e.newSession("deep")
+			e.write("s/"+id+"/prompt", "go")
+			testutil.Until(t, "the turn over", func() bool { return strings.TrimSpace(e.read("s/"+id+"/state")) == "idle" })
+			// The first page takes the token from its address.
+			do(t, ctx, chromedp.Navigate(e.url), chromedp.WaitVisible(chromedp.CSS("#sessions tbody tr")))
+			do(t, ctx, chromedp.Navigate(e.base+"/s/"+id))
+			until(t, ctx, "the reply drawn", "document.getElementById('session').dataset.ready === '1' && "+chatHas("end-of-"+name)+" && "+drawnWhole)
+			if !eval[bool](t, ctx, `[...document.querySelectorAll('.k-assistant pre')].some(p => p.textContent.length >= `+strconv.Itoa(len(reply))+` && p.textContent.endsWith('end-of-`+name+`'))`) {
+				t.Errorf("the reply is not shown whole as text")
+			}
+			if n := eval[int](t, ctx, `document.querySelectorAll('#chat li, #chat .k-assistant a').length`); n != 0 {
+				t.Errorf("the reply was rendered as Markdown: %d list items or links", n)
+			}
+		})
+	}
+}
