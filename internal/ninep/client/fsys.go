@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"path"
+	"slices"
 	"strings"
 
 	"9fans.net/go/plan9"
@@ -174,18 +175,27 @@ func (fsys *Fsys) ReadDir(ctx context.Context, p string) ([]*plan9.Dir, error) {
 	return f.DirreadAll(ctx)
 }
 
-// ReadFile reads p to its end.
+// firstRead is the room ReadFile gives the first Tread: most files of the
+// tree are smaller, and a larger one costs one more round trip.
+const firstRead = 8 << 10
+
+// ReadFile reads p to its end. The data are read into the slice returned,
+// whose room doubles each time it fills: a 1 MiB reply read through a
+// buffer of iounit and appended was copied some six times over (append
+// grows a large slice by a quarter), which cost more than the reads.
 func (fsys *Fsys) ReadFile(ctx context.Context, p string) ([]byte, error) {
 	f, err := fsys.Open(ctx, p, plan9.OREAD)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Clunk(ctx)
-	var data []byte
-	buf := make([]byte, f.Iounit())
+	data := make([]byte, 0, firstRead)
 	for {
-		n, err := f.Read(ctx, buf, int64(len(data)))
-		data = append(data, buf[:n]...)
+		if len(data) == cap(data) {
+			data = slices.Grow(data, len(data))
+		}
+		n, err := f.Read(ctx, data[len(data):cap(data)], int64(len(data)))
+		data = data[:len(data)+n]
 		if err == io.EOF {
 			return data, nil
 		}
