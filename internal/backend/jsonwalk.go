@@ -2,6 +2,8 @@ package backend
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/bits"
 
 	"github.com/tidwall/gjson"
 )
@@ -35,8 +37,21 @@ const maxDepth = 10000
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // peek skips white space and returns the byte there: 0 at the end of
-// the text, or once it is bad.
+// the text, or once it is bad. Servers send compact JSON, so the byte
+// at w.i is mostly neither space nor control character, and returned
+// at once, with no test of w.bad: once bad, w.i is len(w.b) (fail puts
+// it there, and every reader peeks before it moves w.i on), so a byte
+// at w.i means the text is not bad yet. peek stays small enough to be
+// inlined where it is called.
 func (w *jsonWalk) peek() byte {
+	if w.i < len(w.b) && w.b[w.i] > ' ' {
+		return w.b[w.i]
+	}
+	return w.peekSpace()
+}
+
+// peekSpace is peek where there may be white space to skip.
+func (w *jsonWalk) peekSpace() byte {
 	for w.i < len(w.b) && isSpace(w.b[w.i]) {
 		w.i++
 	}
@@ -280,44 +295,84 @@ var plainByte = func() (t [256]bool) {
 func (w *jsonWalk) stringToken() (tok []byte, esc bool) {
 	start := w.i
 	b := w.b
-	for i := start + 1; i < len(b); i++ {
-		for i+4 <= len(b) && plainByte[b[i]] && plainByte[b[i+1]] && plainByte[b[i+2]] && plainByte[b[i+3]] {
-			i += 4
-		}
-		if i >= len(b) {
-			break
-		}
+	for i := plainRun(b, start+1); i < len(b); i = plainRun(b, i) {
 		switch c := b[i]; {
-		case plainByte[c]:
 		case c == '"':
 			w.i = i + 1
 			return b[start:w.i], esc
+		case c == '\\':
+			esc = true
+			if i = escape(b, i); i < 0 {
+				w.fail()
+				return nil, false
+			}
 		case c < ' ':
 			w.fail()
 			return nil, false
-		case c == '\\':
-			esc = true
+		default:
 			i++
-			if i >= len(b) {
-				w.fail()
-				return nil, false
-			}
-			switch b[i] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			case 'u':
-				if i+4 >= len(b) || !isHex(b[i+1]) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) {
-					w.fail()
-					return nil, false
-				}
-				i += 4
-			default:
-				w.fail()
-				return nil, false
-			}
 		}
 	}
 	w.fail()
 	return nil, false
+}
+
+// escape checks the escape at b[i], a backslash, and returns the index
+// past it, or -1 if it is not one JSON has.
+func escape(b []byte, i int) int {
+	if i++; i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		return i + 1
+	case 'u':
+		if i+4 >= len(b) || !isHex(b[i+1]) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) {
+			return -1
+		}
+		return i + 5
+	}
+	return -1
+}
+
+// The bytes 0x01…01 and 0x80…80 of a word, for the tests of eight bytes
+// at once in plainRun.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// plainRun is the index of the first byte from b[i] on that is not
+// plain (a quote, a backslash or a control character), or len(b).
+//
+// It reads eight bytes at a time as a word x, and marks each byte that
+// is less than 0x20 with x-0x20…20, and each that is a quote or a
+// backslash with (x^0x22…22)-0x01…01 and (x^0x5c…5c)-0x01…01 (the xor
+// makes those bytes 0): a byte below what is taken from it wraps round
+// and its high bit comes on. "&^ x" then drops the bytes whose high bit
+// was on already, the bytes 0x80 and up of UTF-8 text, which are plain:
+// none of the three marks can be one of those, since each is below 0x80.
+// A byte that wraps borrows from the byte above it, which may then be
+// marked too though plain; but the lowest byte marked was borrowed from
+// by none (every byte below it is plain, so at or above what is taken
+// from it), so it is a byte that is not plain, the one plainRun wants:
+// no byte that is not plain goes unseen, and the first mark is one.
+// stringToken still checks the byte it is given.
+func plainRun(b []byte, i int) int {
+	for s := b[i:]; len(s) >= 8; s = s[8:] {
+		x := binary.LittleEndian.Uint64(s)
+		control := x - 0x20*ones
+		quote := (x ^ '"'*ones) - ones
+		backslash := (x ^ '\\'*ones) - ones
+		if marks := (control | quote | backslash) &^ x & highs; marks != 0 {
+			return i + bits.TrailingZeros64(marks)/8
+		}
+		i += 8
+	}
+	for i < len(b) && plainByte[b[i]] {
+		i++
+	}
+	return i
 }
 
 func isHex(c byte) bool {
