@@ -172,7 +172,10 @@ func (s *markerScanner) scan(b []byte, found func(int)) {
 // followChat reads the file at path through fsys as `tail -f` does, from
 // offset 0 until stop is closed, and notes when it first saw each
 // numbered piece. When a read finds nothing new it waits poll before the
-// next.
+// next. Each Tread takes what is there, as tail's read(2) does: a ReadAt
+// that went on reading until its 64 KiB were full stamped the pieces
+// at the front of a fast stream when the last arrived, milliseconds
+// late.
 func followChat(ctx context.Context, fsys *client.Fsys, path string, poll time.Duration, stop <-chan struct{}) (map[int]time.Time, error) {
 	seen := map[int]time.Time{}
 	f, err := fsys.Open(ctx, path, 0)
@@ -184,7 +187,7 @@ func followChat(ctx context.Context, fsys *client.Fsys, path string, poll time.D
 	buf := make([]byte, 64<<10)
 	var off int64
 	for {
-		n, err := f.ReadAt(ctx, buf, off)
+		n, err := f.Read(ctx, buf, off)
 		if n > 0 {
 			now := time.Now()
 			off += int64(n)
