@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
@@ -210,6 +211,30 @@ func TestConcurrentRPCs(t *testing.T) {
 		close(errc)
 		for err := range errc {
 			t.Error(err)
+		}
+	})
+}
+
+// ReadFile grows the slice it reads into: a file of any length comes
+// back whole, at the edges of its first read and of the message size.
+func TestReadFileSizes(t *testing.T) {
+	transports(t, func(t *testing.T, tree *ninetest.Tree, c *client.Conn) {
+		ctx := context.Background()
+		fsys := attach(t, c)
+		most := int(c.Msize()) - plan9.IOHDRSZ
+		for _, n := range []int{0, 1, 8191, 8192, 8193, 16385, most - 1, most, most + 1, 3*most + 5} {
+			want := make([]byte, n)
+			for i := range want {
+				want[i] = byte(i*7 + i/251)
+			}
+			name := fmt.Sprintf("size%d", n)
+			if err := fsys.WriteFile(ctx, name, want, 0644); err != nil {
+				t.Fatalf("write %d bytes: %v", n, err)
+			}
+			got, err := fsys.ReadFile(ctx, name)
+			if err != nil || !bytes.Equal(got, want) {
+				t.Errorf("ReadFile of %d bytes: %d bytes back, %v", n, len(got), err)
+			}
 		}
 	})
 }
