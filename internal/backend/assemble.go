@@ -27,8 +27,9 @@ type assembler struct {
 	usage    bool // the server reported usage
 	// batch is set by a decoder while more of the stream is already read:
 	// then pieces of text of one kind are held and passed on as one
-	// event, at the first piece read while batch is clear or at an event
-	// of another kind. A piece never waits for the network.
+	// event, at the first piece read while batch is clear, at an event
+	// of another kind or once maxHeld is held. A piece never waits for
+	// the network.
 	batch    bool
 	heldKind EventKind
 	held     strings.Builder
@@ -50,6 +51,15 @@ func (a *assembler) emit(e Event) error {
 	return a.pass(e)
 }
 
+// maxHeld bounds the text held for a batch: past it, the text goes on
+// even though more of the stream is read. A decoder that stays behind a
+// fast server always finds more read, and held the text until it caught
+// up: a burst read whole went on in events of 17 KB in process
+// (TestOpenAIBurstHeldAtMost), and a follower of chat would wait as
+// long. 4 KiB is under a millisecond of a fast stream, and 256 writes of
+// chat a MiB.
+const maxHeld = 4 << 10
+
 // piece passes on a piece of text of kind k, or holds it (see batch).
 func (a *assembler) piece(k EventKind, s string) error {
 	if a.held.Len() > 0 && a.heldKind != k {
@@ -60,7 +70,7 @@ func (a *assembler) piece(k EventKind, s string) error {
 	if a.batch || a.held.Len() > 0 {
 		a.heldKind = k
 		writeDoubling(&a.held, s)
-		if a.batch {
+		if a.batch && a.held.Len() < maxHeld {
 			return nil
 		}
 		return a.flush()

@@ -87,3 +87,45 @@ func streamPieces(t *testing.T, kind string, chunk func(string) string, end stri
 		t.Errorf("50 pieces read at once went on one by one")
 	}
 }
+
+// A long burst read at once goes on in events of at most MaxHeld and a
+// piece: text is not held while the stream keeps coming faster than it
+// is taken (a follower of chat would wait for the daemon to catch up).
+func TestOpenAIBurstHeldAtMost(t *testing.T) {
+	piece := strings.Repeat("x", 63) + " "
+	var b strings.Builder
+	for range 4000 {
+		fmt.Fprintf(&b, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":%q}}]}\n\n", piece)
+	}
+	b.WriteString("data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(benchPaths[config.KindOpenAI], r.URL.Path) {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, b.String())
+	}))
+	defer srv.Close()
+	be, err := backend.New(config.Backend{Name: "o", Kind: config.KindOpenAI, BaseURL: srv.URL, Model: "m"}, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, largest := 0, 0
+	reply, err := be.Chat(context.Background(), &backend.Request{Messages: []backend.Message{{Role: backend.RoleUser, Text: "x"}}}, func(e backend.Event) error {
+		if e.Kind == backend.EventText {
+			n++
+			largest = max(largest, len(e.Text))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reply.Message.Text != strings.Repeat(piece, 4000) {
+		t.Fatalf("reply of %d bytes, want %d", len(reply.Message.Text), 4000*len(piece))
+	}
+	if largest > backend.MaxHeld+len(piece) {
+		t.Errorf("an event of %d bytes in %d, want at most %d", largest, n, backend.MaxHeld+len(piece))
+	}
+}
