@@ -305,33 +305,35 @@ func turn(ctx context.Context, fsys *client.Fsys, id, prompt string) error {
 	if string(w) != "idle\n" {
 		return fmt.Errorf("turn of %s ended %q", id, strings.TrimSpace(string(w)))
 	}
-	n, err := readThrough(ctx, fsys, "s/"+id+"/reply")
+	n, err := readThrough(ctx, fsys, "s/"+id+"/reply", 0)
 	if err == nil && n == 0 {
 		err = fmt.Errorf("turn of %s: empty reply", id)
 	}
 	return err
 }
 
-// readThrough reads the file p to its end through a buffer of 64 KiB, as
-// cat does and as refTurn reads the reference's chat, and returns its
-// length. Reading a 1 MiB reply into a slice of its own (ReadFile) cost
-// this process 3–4 ms of page faults, which a user's cat does not pay.
-func readThrough(ctx context.Context, fsys *client.Fsys, p string) (int64, error) {
+// readThrough reads the file p from off to its end through a buffer of
+// 64 KiB, as cat does, and returns how much it read: ollie's turn reads
+// its reply so, and refTurn the reference's chat after its offset, so
+// that the two columns read alike. Reading a 1 MiB reply into a slice of
+// its own (ReadFile) cost this process 3–4 ms of page faults, which a
+// user's cat does not pay.
+func readThrough(ctx context.Context, fsys *client.Fsys, p string, off int64) (int64, error) {
 	f, err := fsys.Open(ctx, p, plan9.OREAD)
 	if err != nil {
 		return 0, err
 	}
 	defer f.Clunk(ctx)
 	buf := make([]byte, 64<<10)
-	var off int64
+	var n int64
 	for {
-		n, err := f.Read(ctx, buf, off)
-		off += int64(n)
+		k, err := f.Read(ctx, buf, off+n)
+		n += int64(k)
 		if err == io.EOF {
-			return off, nil
+			return n, nil
 		}
 		if err != nil {
-			return off, err
+			return n, err
 		}
 	}
 }

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -145,27 +144,11 @@ func refTurn(ctx context.Context, fsys *client.Fsys, id, prompt string) error {
 	if err != nil {
 		return fmt.Errorf("offset of %s: %q", id, b)
 	}
-	chat, err := fsys.Open(ctx, dir+"chat", plan9.OREAD)
-	if err != nil {
-		return err
+	n, err := readThrough(ctx, fsys, dir+"chat", off)
+	if err == nil && n == 0 {
+		err = fmt.Errorf("turn of %s: no reply after offset %d", id, off)
 	}
-	defer chat.Clunk(ctx)
-	total := 0
-	big := make([]byte, 64<<10)
-	for {
-		n, err := chat.Read(ctx, big, off)
-		if err == io.EOF {
-			n, err = 0, nil
-		}
-		if n == 0 || err != nil {
-			if total == 0 && err == nil {
-				err = fmt.Errorf("turn of %s: no reply after offset %d", id, off)
-			}
-			return err
-		}
-		total += n
-		off += int64(n)
-	}
+	return err
 }
 
 // refGroups are the groups the reference can be measured in.
